@@ -1,0 +1,208 @@
+"""The Synthesizer contract every dpsynth model follows (scikit-learn style).
+
+- ``__init__`` stores hyper-parameters only (keyword arguments, no work, no data).
+- ``fit(df, *, epsilon, delta, schema=None)`` returns ``self``; learned state ends in ``_``; the privacy
+  ledger is ``ledger_``. Without a public schema, the metadata is derived with DP and charged to the
+  ledger (``metadata_share`` of the budget); with ``epsilon=inf`` (non-private mode) it is read directly.
+- ``sample(n, *, seed=None)`` returns a DataFrame with the schema's columns and dtypes; the same seed gives
+  the same rows, also after ``save``/``load``.
+- ``save(path)`` writes one safetensors file: tensors as tensors, everything else (schema, encoder state,
+  hyper-parameters, ledger, versions) as JSON in the file's metadata header. ``load`` never unpickles:
+  loading a model file cannot execute code (DESIGN.md §1 rule 6).
+
+Subclasses implement ``_fit``, ``_sample``, ``_get_state`` and ``_set_state``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import torch
+
+from dpsynth.data.frame import check_frame, conform
+from dpsynth.data.schema import Schema
+from dpsynth.errors import InputError, ModelFileError, NotFittedError
+from dpsynth.privacy.ledger import PrivacyLedger, check_privacy_params
+
+__all__ = ["Synthesizer", "FORMAT_VERSION"]
+
+FORMAT_VERSION = 1
+_META_KEY = "dpsynth"
+
+
+class Synthesizer(ABC):
+    """Base class of all dpsynth generators. See the module docstring for the contract."""
+
+    #: registry name, e.g. ``"marginals"``; set by subclasses
+    name: ClassVar[str] = ""
+    #: True if the model can run with a finite epsilon (False for purely non-private baselines)
+    supports_dp: ClassVar[bool] = True
+
+    # ------------------------------------------------------------------ parameters
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values() if p.name != "self" and p.kind == p.KEYWORD_ONLY]
+
+    def get_params(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    # ------------------------------------------------------------------ fit
+    def fit(
+        self,
+        data: pd.DataFrame,
+        *,
+        epsilon: float,
+        delta: float,
+        schema: Schema | None = None,
+        metadata_share: float = 0.1,
+        seed: int | None = None,
+        progress: bool = False,
+    ) -> Synthesizer:
+        """Fit on private ``data`` with an (epsilon, delta) budget; see the module docstring."""
+        from dpsynth.data.discovery import resolve_schema
+
+        check_frame(data)
+        check_privacy_params(epsilon, delta, n_rows=len(data))
+        if not self.supports_dp and not math.isinf(float(epsilon)):
+            raise InputError(f"Model '{self.name}' is a non-private baseline: use epsilon=inf.")
+        if not (0.0 < metadata_share < 1.0):
+            raise InputError(f"metadata_share must be in (0, 1). Found {metadata_share}.")
+        self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta))
+        rng = np.random.default_rng(seed)
+        self.schema_ = resolve_schema(
+            data, schema, ledger=self.ledger_, share=metadata_share, rng=rng, progress=progress
+        )
+        frame = conform(data, self.schema_)
+        self.n_train_ = None  # the row count is private; models that need it must pay for it
+        self._fit(frame, rng=rng, progress=progress)
+        self._fitted = True
+        return self
+
+    @abstractmethod
+    def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
+        """Fit on ``frame`` (already conformed to ``self.schema_``), recording every access in ``self.ledger_``."""
+
+    # ------------------------------------------------------------------ sample
+    def sample(self, n: int, *, seed: int | None = None) -> pd.DataFrame:
+        """Draw ``n`` synthetic rows; post-processing only (never reads private rows)."""
+        self._check_fitted()
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise InputError(f"n must be a non-negative integer. Found {n!r}.")
+        rng = np.random.default_rng(seed)
+        frame = self._sample(int(n), rng=rng)
+        from dpsynth.data.frame import restore_dtypes
+
+        return restore_dtypes(frame, self.schema_)
+
+    @abstractmethod
+    def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
+        """Return ``n`` rows with the schema's columns (dtypes are restored by the caller)."""
+
+    # ------------------------------------------------------------------ persistence
+    @abstractmethod
+    def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """(tensors, JSON-able state) that fully describe the fitted model (no training rows)."""
+
+    @abstractmethod
+    def _set_state(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
+        """Inverse of :meth:`_get_state` on an instance built with the saved hyper-parameters."""
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the fitted model to one safetensors file (atomically)."""
+        from safetensors.torch import save_file
+
+        from dpsynth import __version__
+        from dpsynth._io import atomic_write
+
+        self._check_fitted()
+        tensors, state = self._get_state()
+        header = {
+            "format_version": FORMAT_VERSION,
+            "dpsynth_version": __version__,
+            "torch_version": torch.__version__,
+            "model": self.name,
+            "params": self.get_params(),
+            "schema": self.schema_.to_dict(),
+            "ledger": self.ledger_.to_dict(),
+            "state": state,
+        }
+        tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
+        text = json.dumps(header, allow_nan=False, default=_json_default)
+        return atomic_write(path, lambda p: save_file(tensors, str(p), metadata={_META_KEY: text}))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Synthesizer:
+        """Load a model file written by :meth:`save` (no code is executed from the file)."""
+        from dpsynth.models import get_model_class
+
+        tensors, header = read_model_file(path)
+        model_cls = get_model_class(header["model"]) if cls is Synthesizer else cls
+        if model_cls.name != header["model"]:
+            raise ModelFileError(f"{path} holds a '{header['model']}' model, not '{model_cls.name}'.")
+        model = model_cls(**header["params"])
+        model.schema_ = Schema.from_dict(header["schema"])
+        model.ledger_ = PrivacyLedger.from_dict(header["ledger"])
+        model._set_state(tensors, header["state"])
+        model._fitted = True
+        return model
+
+    # ------------------------------------------------------------------ helpers
+    def _check_fitted(self) -> None:
+        if not getattr(self, "_fitted", False):
+            raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call fit() first.")
+
+    @property
+    def epsilon_(self) -> float:
+        self._check_fitted()
+        return self.ledger_.epsilon()
+
+
+def read_model_file(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """Return (tensors, header) of a model file; raise ModelFileError when it is not one."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise ModelFileError(f"No model file at {path}.")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as exc:  # noqa: BLE001 - safetensors raises its own types for corrupt files
+        raise ModelFileError(f"{path} is not a dpsynth model file ({type(exc).__name__}: {exc}).") from exc
+    if _META_KEY not in meta:
+        raise ModelFileError(f"{path} is a safetensors file but not a dpsynth model (no '{_META_KEY}' header).")
+    try:
+        header = json.loads(meta[_META_KEY])
+    except json.JSONDecodeError as exc:
+        raise ModelFileError(f"{path}: the model header is not valid JSON ({exc}).") from exc
+    if header.get("format_version") != FORMAT_VERSION:
+        raise ModelFileError(
+            f"{path} has model format {header.get('format_version')}; this dpsynth reads format {FORMAT_VERSION}."
+        )
+    return tensors, header
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, tuple):
+        return list(obj)
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")

@@ -1,0 +1,278 @@
+"""The privacy ledger: one per model, every access to private rows recorded (DESIGN.md §1 rule 1).
+
+A mechanism that reads private rows calls :meth:`PrivacyLedger.spend` *before* releasing its output; a
+training loop takes a :class:`StepAllowance` once and calls :meth:`StepAllowance.take` before each step.
+The ledger composes all entries (metadata, every training phase, any DP statistic) into one epsilon at the
+target delta with the tightest sound accountant (see :mod:`dpsynth.privacy.accounting`).
+
+Guarantees:
+- ``spend`` never records an entry that would take the composed epsilon past the target; it raises
+  :class:`~dpsynth.errors.BudgetExceededError` instead, and the ledger is unchanged.
+- ``StepAllowance.take`` returns False (and records nothing) once the next step would exceed the target,
+  so training stops *before* the target is exceeded, never after.
+- A non-private model (``target_epsilon=inf``) records ``NonPrivateDpEvent`` entries; its epsilon is inf.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from dp_accounting import dp_event
+
+from dpsynth.errors import BudgetExceededError, InputError
+from dpsynth.privacy.accounting import Accountant, epsilon_of
+from dpsynth.privacy.events import describe_event, event_from_dict, event_to_dict
+
+__all__ = ["LedgerEntry", "PrivacyLedger", "StepAllowance", "check_privacy_params"]
+
+NEIGHBOURING = "add/remove one record"
+
+
+def check_privacy_params(epsilon: float, delta: float, n_rows: int | None = None) -> None:
+    """Validate a privacy target; raise :class:`InputError` with the rule and the value found."""
+    try:
+        epsilon = float(epsilon)
+        delta = float(delta)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"epsilon and delta must be numbers. Found {epsilon!r}, {delta!r}.") from exc
+    if math.isnan(epsilon) or epsilon <= 0 or (math.isinf(epsilon) and epsilon < 0):
+        raise InputError(f"epsilon must be > 0 and finite (or inf for the non-private mode). Found {epsilon}.")
+    if math.isinf(epsilon):
+        return
+    if not (0 < delta < 1):
+        raise InputError(f"delta must be in (0, 1). Found {delta}.")
+    if n_rows is not None and n_rows > 0 and delta > 1.0 / n_rows:
+        import warnings
+
+        warnings.warn(
+            f"delta={delta:g} is larger than 1/n = {1.0 / n_rows:.3g}: a mechanism that publishes one random row "
+            "would satisfy this guarantee. Use delta << 1/n.",
+            stacklevel=3,
+        )
+
+
+@dataclass
+class LedgerEntry:
+    """One kind of mechanism run ``count`` times in a phase (``event`` is a single run)."""
+
+    phase: str
+    mechanism: str
+    event: dp_event.DpEvent
+    count: int = 1
+    extra_delta: float = 0.0  # delta consumed by thresholding, per run (see accounting.py)
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "mechanism": self.mechanism,
+            "event": event_to_dict(self.event),
+            "count": self.count,
+            "extra_delta": self.extra_delta,
+            "params": self.params,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LedgerEntry:
+        return cls(
+            phase=str(data["phase"]),
+            mechanism=str(data["mechanism"]),
+            event=event_from_dict(data["event"]),
+            count=int(data["count"]),
+            extra_delta=float(data.get("extra_delta", 0.0)),
+            params=dict(data.get("params", {})),
+        )
+
+
+class PrivacyLedger:
+    """Records privacy events and answers "how much has been spent" and "may I spend this".
+
+    Args:
+        target_epsilon: the budget; ``math.inf`` for the non-private mode.
+        target_delta: the total delta the guarantee is stated at.
+        accountant: ``"best"`` (min of PLD and RDP, both sound), ``"pld"`` or ``"rdp"``.
+    """
+
+    def __init__(self, *, target_epsilon: float, target_delta: float, accountant: Accountant = "best"):
+        check_privacy_params(target_epsilon, target_delta)
+        self.target_epsilon = float(target_epsilon)
+        self.target_delta = float(target_delta)
+        self.accountant: Accountant = accountant
+        self.entries: list[LedgerEntry] = []
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def non_private(self) -> bool:
+        return math.isinf(self.target_epsilon)
+
+    def _pairs(self, extra: list[tuple[dp_event.DpEvent, int]] | None = None):
+        pairs = [(e.event, e.count) for e in self.entries]
+        return pairs + (extra or [])
+
+    def _extra_delta(self, more: float = 0.0) -> float:
+        return sum(e.extra_delta * e.count for e in self.entries) + more
+
+    def epsilon(self, accountant: Accountant | None = None) -> float:
+        """Epsilon spent so far at the target delta (0 when nothing was recorded)."""
+        return epsilon_of(
+            self._pairs(), self.target_delta, extra_delta=self._extra_delta(), accountant=accountant or self.accountant
+        )
+
+    @property
+    def delta(self) -> float:
+        return self.target_delta
+
+    def epsilon_if(self, event: dp_event.DpEvent, count: int = 1, extra_delta: float = 0.0) -> float:
+        """Epsilon the ledger would show after also running ``event`` ``count`` times."""
+        return epsilon_of(
+            self._pairs([(event, count)]),
+            self.target_delta,
+            extra_delta=self._extra_delta(extra_delta * count),
+            accountant=self.accountant,
+        )
+
+    def would_exceed(self, event: dp_event.DpEvent, count: int = 1, extra_delta: float = 0.0) -> bool:
+        if self.non_private:
+            return False
+        return self.epsilon_if(event, count, extra_delta) > self.target_epsilon
+
+    def max_count(self, event: dp_event.DpEvent, upper: int) -> int:
+        """Largest ``k <= upper`` such that running ``event`` k more times stays within the target."""
+        if self.non_private or not self.would_exceed(event, upper):
+            return upper
+        lo, hi = 0, upper  # invariant: lo fits, hi does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.would_exceed(event, mid):
+                hi = mid
+            else:
+                lo = mid
+        return lo
+
+    def phases(self) -> dict[str, float]:
+        """Epsilon of each phase on its own, at the target delta (the total is not their sum: see epsilon())."""
+        out: dict[str, float] = {}
+        for phase in dict.fromkeys(e.phase for e in self.entries):
+            entries = [e for e in self.entries if e.phase == phase]
+            out[phase] = epsilon_of(
+                [(e.event, e.count) for e in entries],
+                self.target_delta,
+                extra_delta=sum(e.extra_delta * e.count for e in entries),
+                accountant=self.accountant,
+            )
+        return out
+
+    # ------------------------------------------------------------------ recording
+    def spend(
+        self,
+        event: dp_event.DpEvent,
+        *,
+        phase: str,
+        mechanism: str,
+        count: int = 1,
+        extra_delta: float = 0.0,
+        **params: Any,
+    ) -> None:
+        """Record ``count`` runs of ``event``; raise BudgetExceededError (recording nothing) if over target."""
+        if count < 0:
+            raise InputError(f"count must be >= 0. Found {count}.")
+        if self.would_exceed(event, count, extra_delta):
+            raise BudgetExceededError(
+                f"{mechanism} in phase '{phase}' would raise epsilon to "
+                f"{self.epsilon_if(event, count, extra_delta):.4g} > target {self.target_epsilon:.4g} "
+                f"(delta={self.target_delta:g})."
+            )
+        self._record(event, phase=phase, mechanism=mechanism, count=count, extra_delta=extra_delta, params=params)
+
+    def _record(self, event, *, phase, mechanism, count, extra_delta, params) -> LedgerEntry:
+        for entry in self.entries:
+            if (entry.phase, entry.mechanism, entry.event, entry.extra_delta, entry.params) == (
+                phase,
+                mechanism,
+                event,
+                extra_delta,
+                params,
+            ):
+                entry.count += count
+                return entry
+        entry = LedgerEntry(phase, mechanism, event, count, extra_delta, dict(params))
+        self.entries.append(entry)
+        return entry
+
+    def allowance(
+        self, event: dp_event.DpEvent, *, phase: str, mechanism: str, max_steps: int, **params: Any
+    ) -> StepAllowance:
+        """A step counter for a training loop: ``take()`` records one run of ``event`` if it still fits.
+
+        The number of steps that fit is computed once here (binary search over the composed epsilon), so
+        ``take()`` is O(1). Nothing else may be recorded on this ledger while the allowance is in use.
+        """
+        allowed = self.max_count(event, max_steps)
+        entry = self._record(event, phase=phase, mechanism=mechanism, count=0, extra_delta=0.0, params=params)
+        return StepAllowance(entry=entry, allowed=allowed)
+
+    # ------------------------------------------------------------------ forms
+    def to_dict(self) -> dict[str, Any]:
+        eps = self.epsilon()
+        return {
+            "neighbouring": NEIGHBOURING,
+            "target_epsilon": _json_float(self.target_epsilon),
+            "target_delta": self.target_delta,
+            "accountant": self.accountant,
+            "epsilon": _json_float(eps),
+            "epsilon_pld": _json_float(self.epsilon("pld")) if self.entries else 0.0,
+            "epsilon_rdp": _json_float(self.epsilon("rdp")) if self.entries else 0.0,
+            "phases": {k: _json_float(v) for k, v in self.phases().items()},
+            "entries": [e.to_dict() for e in self.entries],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PrivacyLedger:
+        ledger = cls(
+            target_epsilon=float(data["target_epsilon"]),
+            target_delta=float(data["target_delta"]),
+            accountant=data.get("accountant", "best"),
+        )
+        ledger.entries = [LedgerEntry.from_dict(e) for e in data.get("entries", [])]
+        return ledger
+
+    def __str__(self) -> str:
+        eps = self.epsilon()
+        lines = [
+            f"Privacy ledger ({NEIGHBOURING} neighbours): epsilon = {eps:.4g} of target "
+            f"{self.target_epsilon:.4g}, delta = {self.target_delta:g}",
+        ]
+        phases = self.phases()
+        for entry in self.entries:
+            lines.append(
+                f"  [{entry.phase}] {entry.mechanism}: {entry.count} x {describe_event(entry.event)}"
+                + (f", +delta {entry.extra_delta * entry.count:.2g}" if entry.extra_delta else "")
+            )
+        if len(phases) > 1:
+            lines.append("  per phase (each alone): " + ", ".join(f"{k} {v:.4g}" for k, v in phases.items()))
+        return "\n".join(lines)
+
+
+@dataclass
+class StepAllowance:
+    """Handed to a training loop by :meth:`PrivacyLedger.allowance`."""
+
+    entry: LedgerEntry
+    allowed: int
+
+    @property
+    def remaining(self) -> int:
+        return self.allowed - self.entry.count
+
+    def take(self) -> bool:
+        """Record one step if it fits in the budget; return False (recording nothing) otherwise."""
+        if self.entry.count >= self.allowed:
+            return False
+        self.entry.count += 1
+        return True
+
+
+def _json_float(x: float) -> float | str:
+    return "inf" if math.isinf(x) else x
