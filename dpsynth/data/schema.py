@@ -40,7 +40,7 @@ __all__ = ["KINDS", "NUMERIC_KINDS", "DISCRETE_KINDS", "Column", "Schema"]
 KINDS = ("continuous", "integer", "categorical", "binary", "mixed", "long_tail")
 NUMERIC_KINDS = ("continuous", "integer", "mixed", "long_tail")
 DISCRETE_KINDS = ("categorical", "binary")
-DTYPES = ("float64", "int64", "Int64", "object", "string", "category", "bool", "boolean")
+DTYPES = ("float64", "int64", "Int64", "object", "str", "string", "category", "bool", "boolean")
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class Column:
     special_values: tuple[float, ...] = ()
     integer_valued: bool = False  # for mixed / long_tail: round sampled values
     dtype: str | None = None  # pandas dtype to restore on sampling; None = natural for the kind
+    other: Any = None  # categorical: the category that values outside ``categories`` are mapped to
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -75,8 +76,10 @@ class Column:
                 raise SchemaError(f"Column '{self.name}' is binary but has {len(cats)} categories: {list(cats)}.")
             if any(isinstance(c, float) and math.isnan(c) for c in cats):
                 raise SchemaError(f"Column '{self.name}': NaN is not a category; set nullable: true instead.")
+            if self.other is not None and self.other not in cats:
+                raise SchemaError(f"Column '{self.name}': 'other' category {self.other!r} must be one of its categories.")
         else:
-            if self.categories is not None:
+            if self.categories is not None or self.other is not None:
                 raise SchemaError(f"Column '{self.name}' ({self.kind}) is numeric and cannot have categories.")
             for bound in ("lower", "upper"):
                 value = getattr(self, bound)
@@ -112,6 +115,8 @@ class Column:
         out["name"], out["kind"] = self.name, self.kind
         if self.categories is not None:
             out["categories"] = [_to_json_scalar(c) for c in self.categories]
+        if self.other is not None:
+            out["other"] = _to_json_scalar(self.other)
         if self.special_values:
             out["special_values"] = list(self.special_values)
         return out
@@ -212,7 +217,7 @@ class Schema:
                     f"Column '{col.name}' has {int(isna.sum())} missing values but is not nullable in the schema."
                 )
             values = series[~isna]
-            if col.is_discrete:
+            if col.is_discrete and col.other is None:
                 unknown = unknown_categories(values, col.categories)
                 if unknown:
                     shown = ", ".join(repr(u) for u in unknown[:5]) + (" ..." if len(unknown) > 5 else "")

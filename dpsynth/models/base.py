@@ -28,6 +28,7 @@ import pandas as pd
 import torch
 
 from dpsynth.data.frame import check_frame, conform
+from dpsynth.data.metadata import DPMetadata
 from dpsynth.data.schema import Schema
 from dpsynth.errors import InputError, ModelFileError, NotFittedError
 from dpsynth.privacy.ledger import PrivacyLedger, check_privacy_params
@@ -82,11 +83,11 @@ class Synthesizer(ABC):
             raise InputError(f"metadata_share must be in (0, 1). Found {metadata_share}.")
         self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta))
         rng = np.random.default_rng(seed)
-        self.schema_ = resolve_schema(
+        # metadata: public schema or DP discovery, plus DP row count and histograms (phase "metadata")
+        self.schema_, self.metadata_ = resolve_schema(
             data, schema, ledger=self.ledger_, share=metadata_share, rng=rng, progress=progress
         )
         frame = conform(data, self.schema_)
-        self.n_train_ = None  # the row count is private; models that need it must pay for it
         self._fit(frame, rng=rng, progress=progress)
         self._fitted = True
         return self
@@ -137,6 +138,7 @@ class Synthesizer(ABC):
             "params": self.get_params(),
             "schema": self.schema_.to_dict(),
             "ledger": self.ledger_.to_dict(),
+            "metadata": self.metadata_.to_dict(),
             "state": state,
         }
         tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
@@ -155,6 +157,7 @@ class Synthesizer(ABC):
         model = model_cls(**header["params"])
         model.schema_ = Schema.from_dict(header["schema"])
         model.ledger_ = PrivacyLedger.from_dict(header["ledger"])
+        model.metadata_ = DPMetadata.from_dict(header["metadata"])
         model._set_state(tensors, header["state"])
         model._fitted = True
         return model

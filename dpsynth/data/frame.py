@@ -1,0 +1,135 @@
+"""Checks on input frames, conforming private data to a schema, and restoring dtypes of synthetic data.
+
+Documented handling of out-of-schema values (nothing is dropped silently):
+
+- numeric values outside the public ``[lower, upper]`` bounds are **clipped** to the bounds (what DP needs:
+  the bounds must not depend on the data); the number clipped is reported in a warning to the data owner;
+- categorical values outside the declared categories raise :class:`SchemaError`, unless the column
+  declares an ``other`` category, to which they are then mapped (DP category discovery does this for rare
+  categories);
+- NaN is kept (and modelled) in nullable columns and refused in others; infinite values are refused.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.data.schema import Schema
+from dpsynth.errors import InputError
+
+__all__ = ["check_frame", "conform", "restore_dtypes", "categorical_codes"]
+
+
+def check_frame(df: object) -> None:
+    """Refuse inputs no model can learn from, with one clear line."""
+    if not isinstance(df, pd.DataFrame):
+        raise InputError(f"Expected a pandas DataFrame. Found {type(df).__name__}.")
+    if df.shape[1] == 0:
+        raise InputError("The table has no columns.")
+    if df.shape[0] == 0:
+        raise InputError("The table has no rows.")
+    names = [str(c) for c in df.columns]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InputError(f"The table has duplicate column names: {dupes}.")
+    bad = [c for c in df.columns if not isinstance(c, str)]
+    if bad:
+        raise InputError(f"Column names must be strings. Found {bad[:5]}; rename them (e.g. df.columns = df.columns.astype(str)).")
+
+
+def categorical_codes(series: pd.Series, categories: tuple, other=None) -> np.ndarray:
+    """Index of each value in ``categories`` (-1 for NaN); values are matched as-is or by their string form.
+
+    Values outside ``categories`` map to the index of ``other`` when given, else raise InputError.
+    """
+    lookup = {c: i for i, c in enumerate(categories)}
+    lookup_str = {str(c): i for i, c in enumerate(categories)}
+    uniques, inverse = pd.factorize(series, use_na_sentinel=True)
+    mapped = np.empty(len(uniques), dtype=np.int64)
+    for j, u in enumerate(uniques):
+        i = lookup.get(u)
+        if i is None:
+            i = lookup_str.get(str(u))
+        if i is None:
+            if other is None:
+                raise InputError(f"Column '{series.name}': value {u!r} is not among the declared categories.")
+            i = lookup[other]
+        mapped[j] = i
+    return np.where(inverse < 0, -1, mapped[np.clip(inverse, 0, None)] if len(mapped) else -1)
+
+
+def conform(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """Return the schema's columns of ``df`` in schema order, numerics as float clipped to bounds, categoricals
+    mapped onto the declared category values (NaN kept). Raises SchemaError on mismatch."""
+    schema.validate(df)
+    out = {}
+    clipped = {}
+    for col in schema.columns:
+        series = df[col.name]
+        if col.is_numeric:
+            values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+            with np.errstate(invalid="ignore"):
+                n_out = int(np.sum((values < col.lower) | (values > col.upper)))
+            if n_out:
+                clipped[col.name] = n_out
+            out[col.name] = np.clip(values, col.lower, col.upper)
+        else:
+            codes = categorical_codes(series, col.categories, col.other)
+            cats = np.asarray(list(col.categories) + [np.nan], dtype=object)
+            out[col.name] = cats[codes]  # code -1 picks the trailing NaN
+    if clipped:
+        warnings.warn(
+            "Values outside the schema bounds were clipped to the bounds: "
+            + ", ".join(f"{k} ({v} rows)" for k, v in clipped.items()),
+            stacklevel=3,
+        )
+    return pd.DataFrame(out, index=pd.RangeIndex(len(df)))
+
+
+def restore_dtypes(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """Give sampled data the schema's columns, order and dtypes (ints stay ints, categories stay categories)."""
+    missing = [n for n in schema.names if n not in frame.columns]
+    if missing:
+        raise InputError(f"Internal error: the sampler produced no values for {missing}.")
+    out = {}
+    for col in schema.columns:
+        values = frame[col.name]
+        if col.is_numeric:
+            arr = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+            arr = np.where(np.isnan(arr), np.nan, np.clip(arr, col.lower, col.upper))
+            if col.rounds:
+                arr = np.round(arr)
+                has_nan = np.isnan(arr).any()
+                dtype = col.dtype or ("Int64" if has_nan else "int64")
+                if dtype == "int64" and has_nan:
+                    dtype = "Int64"
+                if dtype in ("int64", "Int64"):
+                    out[col.name] = pd.array(np.where(np.isnan(arr), 0, arr).astype(np.int64), dtype=dtype)
+                    if has_nan:
+                        out[col.name][np.isnan(arr)] = pd.NA
+                    continue
+                out[col.name] = pd.Series(arr, dtype="float64").to_numpy()
+            else:
+                out[col.name] = arr
+        else:
+            out[col.name] = _restore_categorical(values, col)
+    return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
+
+
+def _restore_categorical(values: pd.Series, col) -> pd.Series:
+    cats = list(col.categories)
+    series = pd.Series(values.to_numpy(dtype=object), dtype=object)
+    if col.dtype == "category":
+        return pd.Series(pd.Categorical(series, categories=cats))
+    if col.dtype in ("bool", "boolean") or (col.dtype is None and all(isinstance(c, (bool, np.bool_)) for c in cats)):
+        return series.astype("boolean" if series.isna().any() or col.dtype == "boolean" else "bool")
+    if col.dtype in ("int64", "Int64") or (col.dtype is None and all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in cats)):
+        return series.astype("Int64" if series.isna().any() or col.dtype == "Int64" else "int64")
+    if col.dtype == "float64":
+        return series.astype("float64")
+    if col.dtype in ("string", "str"):
+        return series.astype(col.dtype)
+    return series

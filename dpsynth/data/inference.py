@@ -1,0 +1,117 @@
+"""Propose a schema by reading the data: NOT differentially private.
+
+:func:`infer_schema` looks at the actual values (distinct counts, min/max, frequencies), so its output
+describes private data. It is meant for a data owner to *review and edit*; it becomes public metadata only
+once they vouch for it (e.g. the bounds are known ranges, the categories are a documented code list).
+dpsynth uses it without a ledger entry only in the explicit non-private mode (``epsilon=inf``).
+
+Rules (documented, tested):
+- bool, or exactly two distinct values -> ``binary``;
+- text / category columns -> ``categorical`` (categories sorted by their string form); text columns whose
+  values are nearly all distinct (> 50% of rows and > 50 values) are ID-like and *excluded* with a warning;
+- numeric columns: ``integer`` when all values are whole numbers, else ``continuous``; a value at the
+  minimum or maximum holding >= 10% of the rows, in a column with > 10 distinct values, makes the column
+  ``mixed`` with that special value (0 in Adult's capital-gain, seed 000 §4.2); a non-negative column whose
+  99th percentile is > 50 times its median (and > 1000) is ``long_tail``;
+- columns with missing values are ``nullable``; all-missing columns and infinite values are errors.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.data.frame import check_frame
+from dpsynth.data.schema import DTYPES, Column, Schema
+from dpsynth.errors import InputError
+
+__all__ = ["infer_schema", "infer_column", "ID_LIKE_RATIO", "SPECIAL_VALUE_SHARE"]
+
+ID_LIKE_RATIO = 0.5
+SPECIAL_VALUE_SHARE = 0.10
+
+
+def infer_schema(df: pd.DataFrame, *, target: str | None = None, warn: bool = True) -> Schema:
+    """Propose a :class:`Schema` for ``df`` by reading it (not DP: see the module docstring)."""
+    check_frame(df)
+    if target is not None and target not in df.columns:
+        raise InputError(f"Target column '{target}' is not in the data. Columns: {list(df.columns)}.")
+    columns, excluded = [], []
+    for name in df.columns:
+        col = infer_column(df[name])
+        if col is None:
+            excluded.append(name)
+            if warn:
+                warnings.warn(
+                    f"Column '{name}' looks like an identifier (nearly all values distinct) and is excluded; "
+                    "declare it in a schema to keep it.",
+                    stacklevel=2,
+                )
+        else:
+            columns.append(col)
+    if target in excluded:
+        raise InputError(f"Target column '{target}' looks like an identifier; declare it in a schema.")
+    if not columns:
+        raise InputError("No usable column: every column looks like an identifier.")
+    return Schema(tuple(columns), target=target, provenance="inferred", excluded=tuple(excluded))
+
+
+def _dtype_name(series: pd.Series) -> str | None:
+    name = str(series.dtype)
+    return name if name in DTYPES else None
+
+
+def infer_column(series: pd.Series) -> Column | None:
+    """One column's proposed metadata, or None for an ID-like column."""
+    name = str(series.name)
+    nullable = bool(series.isna().any())
+    values = series.dropna()
+    if values.empty:
+        raise InputError(f"Column '{name}' has no values (all missing); drop it or declare it in a schema.")
+    dtype = _dtype_name(series)
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return Column(name, "binary", nullable=nullable, categories=(False, True), dtype=dtype)
+    if not pd.api.types.is_numeric_dtype(series.dtype):
+        uniques = pd.unique(values)
+        if len(uniques) > max(50, ID_LIKE_RATIO * len(series)):
+            return None
+        cats = tuple(sorted((_plain(u) for u in uniques), key=lambda v: (str(type(v)), str(v))))
+        kind = "binary" if len(cats) == 2 else "categorical"
+        return Column(name, kind, nullable=nullable, categories=cats, dtype=dtype)
+    arr = values.to_numpy(dtype=float)
+    if np.isinf(arr).any():
+        raise InputError(f"Column '{name}' holds infinite values; replace them or mark them missing.")
+    uniques = np.unique(arr)
+    integral = bool(np.all(np.mod(arr, 1) == 0))
+    if len(uniques) == 2:
+        cats = tuple(int(u) if integral else float(u) for u in uniques)
+        return Column(name, "binary", nullable=nullable, categories=cats, dtype=dtype)
+    lower, upper = float(arr.min()), float(arr.max())
+    special = _special_value(arr, uniques, lower, upper)
+    if special is not None:
+        return Column(name, "mixed", nullable=nullable, lower=lower, upper=upper, special_values=(special,),
+                      integer_valued=integral, dtype=dtype)
+    if lower >= 0 and len(uniques) > 10:
+        median, q99 = np.quantile(arr, [0.5, 0.99])
+        if q99 > 1000 and q99 > 50 * max(median, 1e-12):
+            return Column(name, "long_tail", nullable=nullable, lower=lower, upper=upper, integer_valued=integral,
+                          dtype=dtype)
+    kind = "integer" if integral else "continuous"
+    return Column(name, kind, nullable=nullable, lower=lower, upper=upper, dtype=dtype)
+
+
+def _special_value(arr: np.ndarray, uniques: np.ndarray, lower: float, upper: float) -> float | None:
+    if len(uniques) <= 10:
+        return None
+    for candidate in (lower, upper):
+        if np.mean(arr == candidate) >= SPECIAL_VALUE_SHARE:
+            return float(candidate)
+    return None
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

@@ -1,0 +1,144 @@
+"""Datasets of the seed papers: Adult ships with dpsynth; the others load from a user path or cache.
+
+``load("adult")`` returns the official (train, test) frames with clean dtypes (ints as int64, text as
+pandas strings, '?' as missing, the test labels' trailing '.' removed). ``schema("adult")`` is its public
+schema (see dpsynth/data/datasets/README.md for where every bound comes from).
+
+Other datasets (King County, Loan, California housing, Cardio) are looked up, in order, in the ``path``
+argument, the ``DPSYNTH_DATA`` environment variable, and ``~/.cache/dpsynth``; Wine comes from
+scikit-learn and the karate club graph from networkx (both ship their data).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dpsynth.data.schema import Schema
+from dpsynth.errors import InputError
+
+__all__ = ["DatasetInfo", "REGISTRY", "list_datasets", "load", "schema", "load_table"]
+
+ADULT_COLUMNS = [
+    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+    "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country", "income",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    name: str
+    description: str
+    rows: str
+    target: str | None
+    task: str  # "classification", "regression" or "graph"
+    source: str  # "bundled", "file:<name>", "scikit-learn", "networkx"
+    license: str
+
+
+REGISTRY: dict[str, DatasetInfo] = {
+    d.name: d
+    for d in (
+        DatasetInfo("adult", "UCI Adult census income (official train/test)", "32,561 + 16,281", "income",
+                    "classification", "bundled", "CC BY 4.0"),
+        DatasetInfo("king", "King County house sales", "21,613", "price", "regression",
+                    "file:kc_house_sales.csv.gz", "CC0"),
+        DatasetInfo("loan", "Thera Bank personal loan (UniversalBank)", "5,000", "Personal Loan", "classification",
+                    "file:universal_bank_loan.csv.gz", "MIT (dmba package)"),
+        DatasetInfo("housing", "California housing", "20,640", "MedHouseVal", "regression",
+                    "file:california_housing.csv.gz", "MIT (shapiq package)"),
+        DatasetInfo("cardio", "Cardiovascular disease", "70,000", "cardio", "classification",
+                    "file:cardio.csv.gz", "BSD-3 (virny package)"),
+        DatasetInfo("wine", "UCI Wine (ships with scikit-learn)", "178", "target", "classification",
+                    "scikit-learn", "CC BY 4.0"),
+        DatasetInfo("karate", "Zachary's karate club graph (ships with networkx)", "34 nodes, 78 edges", None,
+                    "graph", "networkx", "public domain"),
+    )
+}
+
+
+def list_datasets() -> pd.DataFrame:
+    """A table of the known datasets and where each comes from."""
+    return pd.DataFrame([d.__dict__ for d in REGISTRY.values()])
+
+
+def _bundled(name: str):
+    return resources.files("dpsynth.data.datasets").joinpath(name)
+
+
+def _read_adult(path, *, skip_first: bool) -> pd.DataFrame:
+    df = pd.read_csv(path, header=None, names=ADULT_COLUMNS, sep=",", skipinitialspace=True, na_values="?",
+                     skiprows=1 if skip_first else 0, compression="gzip")
+    df = df.dropna(how="all")  # adult.test ends with an empty line; no real row is all-missing
+    df["income"] = df["income"].str.rstrip(".")
+    for col in ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"):
+        df[col] = df[col].astype("int64")
+    return df.reset_index(drop=True)
+
+
+def _search_paths(path: str | os.PathLike | None) -> list[Path]:
+    out = []
+    if path is not None:
+        out.append(Path(path))
+    if os.environ.get("DPSYNTH_DATA"):
+        out.append(Path(os.environ["DPSYNTH_DATA"]))
+    out.append(Path.home() / ".cache" / "dpsynth")
+    return out
+
+
+def load(name: str, *, path: str | os.PathLike | None = None) -> Any:
+    """Load a dataset by name. Adult returns ``(train, test)``; other tables return one frame; karate a graph."""
+    if name not in REGISTRY:
+        raise InputError(f"Unknown dataset '{name}'. Known: {', '.join(REGISTRY)}.")
+    info = REGISTRY[name]
+    if name == "adult":
+        with resources.as_file(_bundled("adult.data.gz")) as train_path, resources.as_file(
+            _bundled("adult.test.gz")
+        ) as test_path:
+            return _read_adult(train_path, skip_first=False), _read_adult(test_path, skip_first=True)
+    if info.source == "scikit-learn":
+        from sklearn.datasets import load_wine
+
+        return load_wine(as_frame=True).frame
+    if info.source == "networkx":
+        import networkx as nx
+
+        return nx.karate_club_graph()
+    filename = info.source.split(":", 1)[1]
+    for folder in _search_paths(path):
+        candidate = folder if folder.is_file() else folder / filename
+        if candidate.is_file():
+            sep = ";" if name == "cardio" else ","
+            return pd.read_csv(candidate, sep=sep)
+    where = ", ".join(str(p) for p in _search_paths(path))
+    raise InputError(f"Dataset '{name}' needs the file {filename}; put it in one of: {where} (or pass path=).")
+
+
+def schema(name: str) -> Schema | None:
+    """The public schema shipped for a dataset, or None when dpsynth has none for it."""
+    if name == "adult":
+        with resources.as_file(_bundled("adult.schema.json")) as p:
+            return Schema.load(p)
+    return None
+
+
+def load_table(spec: str) -> tuple[pd.DataFrame, pd.DataFrame | None, Schema | None, str | None]:
+    """Resolve a CLI data argument: a dataset name or a CSV/Parquet path.
+
+    Returns (train, test or None, public schema or None, target or None).
+    """
+    from dpsynth._io import read_table
+
+    if spec in REGISTRY:
+        info = REGISTRY[spec]
+        if info.task == "graph":
+            raise InputError(f"Dataset '{spec}' is a graph, not a table.")
+        data = load(spec)
+        train, test = data if isinstance(data, tuple) else (data, None)
+        return train, test, schema(spec), info.target
+    return read_table(spec), None, None, None

@@ -1,0 +1,71 @@
+"""Noisy counting mechanisms for DP statistics (metadata discovery, marginals).
+
+Neighbouring relation: add/remove one record. Each function releases counts of one query family in which a
+record falls in at most one cell, so the L2 (and L1) sensitivity of the count vector is 1.
+
+Guarantees (each has a test in tests/privacy/test_mechanisms.py):
+- :func:`gaussian_counts` releases ``counts + N(0, sigma^2)`` per cell: the Gaussian mechanism with noise
+  multiplier ``sigma`` (Dwork & Roth 2014, App. A; exact accounting through dp-accounting's PLD).
+- :func:`gaussian_partition_selection` releases noisy counts only of observed keys whose noisy count clears
+  ``threshold``. For keys observed in both neighbours it is a post-processing of the Gaussian mechanism;
+  a key observed only because of the added record (true count 1) is released with probability
+  ``P[N(0, sigma^2) >= threshold - 1]``, which is the extra delta it adds (Korolova et al. 2009; Gopi et
+  al. 2020, "Differentially private set union"). :func:`selection_threshold` inverts that relation.
+- Callers record the event *before* releasing, through :meth:`PrivacyLedger.spend`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import numpy as np
+from dp_accounting import dp_event
+from scipy.stats import norm
+
+from dpsynth.errors import InputError
+
+__all__ = [
+    "gaussian_counts",
+    "gaussian_partition_selection",
+    "selection_threshold",
+    "selection_delta",
+    "gaussian_event",
+]
+
+
+def gaussian_event(sigma: float) -> dp_event.DpEvent:
+    """The event of one Gaussian count query of sensitivity 1 (a non-private event when sigma == 0)."""
+    if sigma < 0:
+        raise InputError(f"sigma must be >= 0. Found {sigma}.")
+    return dp_event.NonPrivateDpEvent() if sigma == 0 else dp_event.GaussianDpEvent(sigma)
+
+
+def gaussian_counts(counts: np.ndarray, *, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """``counts`` plus i.i.d. N(0, sigma^2) noise (unchanged when sigma == 0, the non-private mode)."""
+    counts = np.asarray(counts, dtype=float)
+    if sigma == 0:
+        return counts.copy()
+    return counts + rng.normal(0.0, sigma, size=counts.shape)
+
+
+def selection_threshold(sigma: float, delta: float) -> float:
+    """Threshold tau such that a key of true count 1 clears it with probability ``delta``."""
+    if not (0 < delta < 1):
+        raise InputError(f"selection delta must be in (0, 1). Found {delta}.")
+    return 1.0 + sigma * float(norm.isf(delta))
+
+
+def selection_delta(sigma: float, threshold: float) -> float:
+    """Probability that a key of true count 1 clears ``threshold`` (the delta partition selection adds)."""
+    return float(norm.sf((threshold - 1.0) / sigma))
+
+
+def gaussian_partition_selection(
+    key_counts: dict[Hashable, int], *, sigma: float, threshold: float, rng: np.random.Generator
+) -> dict[Hashable, float]:
+    """Noisy counts of the keys whose noisy count is >= ``threshold`` (all keys, exact, when sigma == 0)."""
+    if sigma == 0:
+        return {k: float(v) for k, v in key_counts.items()}
+    keys = list(key_counts)
+    noisy = gaussian_counts(np.array([key_counts[k] for k in keys], dtype=float), sigma=sigma, rng=rng)
+    return {k: float(c) for k, c in zip(keys, noisy) if c >= threshold}
