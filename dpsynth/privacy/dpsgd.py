@@ -1,0 +1,306 @@
+"""DP-SGD: Poisson batches -> per-example gradients -> clip -> sum -> Gaussian noise -> scale -> optimizer step.
+
+Neighbouring relation: add/remove one record (a row of ``range(n_rows)``). Abadi et al. 2016 (Alg. 1); accounting
+by dp-accounting (Mironov et al. 2019 RDP; PLD) through the model's :class:`~dpsynth.privacy.ledger.PrivacyLedger`.
+
+Clipping modes and sensitivities (``config.clipping``):
+- ``"per_example"``: each record's full gradient (every loss term that touches it, e.g. its WGAN-GP penalty) is
+  clipped to C; adding/removing a record changes the sum by at most C. Noise std = sigma * C.
+- ``"batch"`` (seed 004): the mean gradient of the realised batch is clipped to C as a whole. With and without a
+  record both aggregates have norm <= C, so the sensitivity is 2C (not C/B). Noise std = 2 * C * sigma.
+- ``"microbatch"``: rows are assigned once, by a random permutation of their index, to G = round(q*n/m) groups
+  (expected realised size ``microbatch_size`` = m); each group's mean gradient is clipped to C. A record touches only
+  its own group's aggregate, which moves by at most 2C. Noise std = 2 * C * sigma. (Forming microbatches by
+  position in the realised batch would let one record shift every later microbatch; hence the fixed assignment.)
+In every mode the recorded event is ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))``: noise std / sensitivity
+is sigma. The noisy sum is divided by a data-independent constant (q * n_rows, or G), never the realised size.
+
+Guarantees (tests in tests/privacy/test_dpsgd.py):
+- Every yielded batch is charged to the ledger before it is yielded; ``batches()`` stops before the ledger target
+  would be exceeded; ``step()`` refuses to run without a charged batch.
+- Only trainable parameters of ``module`` receive gradients, and the optimizer may hold no other parameter.
+- Clipped per-example gradients have norm <= C; the noise is N(0, (sensitivity * sigma)^2) per coordinate.
+- ``non_private=True`` (explicit; needs a ledger with target_epsilon=inf) records ``NonPrivateDpEvent`` and
+  neither clips nor adds noise.
+- Layers that mix examples (BatchNorm) or store statistics of private rows are refused (see ``validate_module``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import torch
+from dp_accounting import dp_event
+from torch import nn
+from torch.func import grad, vmap
+
+from dpsynth.errors import InputError, PrivacyError
+from dpsynth.privacy.ledger import PrivacyLedger
+from dpsynth.privacy.per_example import _functional_loss, clip_and_sum, clip_factors, per_example_grads
+from dpsynth.privacy.sampling import PoissonSampler
+
+__all__ = ["DPSGDConfig", "DPSGD", "validate_module", "CLIPPING_MODES"]
+
+CLIPPING_MODES = ("per_example", "batch", "microbatch")
+
+
+@dataclass(frozen=True)
+class DPSGDConfig:
+    """Privacy settings of one DP-SGD phase (performance knobs live elsewhere and never change the guarantee)."""
+
+    noise_multiplier: float
+    max_grad_norm: float
+    sample_rate: float
+    clipping: str = "per_example"
+    microbatch_size: int = 1
+
+    def __post_init__(self) -> None:
+        sigma, c, q = self.noise_multiplier, self.max_grad_norm, self.sample_rate
+        if not isinstance(sigma, (int, float)) or isinstance(sigma, bool) or not (0 <= sigma < math.inf):
+            raise InputError(f"noise_multiplier must be a finite number >= 0. Found {sigma!r}.")
+        if not isinstance(c, (int, float)) or isinstance(c, bool) or not (0 < c < math.inf):
+            raise InputError(f"max_grad_norm must be a finite number > 0. Found {c!r}.")
+        if not isinstance(q, (int, float)) or isinstance(q, bool) or not (0 < q <= 1):
+            raise InputError(f"sample_rate must be in (0, 1]. Found {q!r}.")
+        if self.clipping not in CLIPPING_MODES:
+            raise InputError(f"clipping must be one of {CLIPPING_MODES}. Found {self.clipping!r}.")
+        m = self.microbatch_size
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise InputError(f"microbatch_size must be an integer >= 1. Found {m!r}.")
+
+    @property
+    def sensitivity(self) -> float:
+        """L2 sensitivity of the clipped sum under add/remove: C per example, 2C for a clipped aggregate."""
+        return self.max_grad_norm * (1.0 if self.clipping == "per_example" else 2.0)
+
+    @property
+    def noise_std(self) -> float:
+        return self.sensitivity * self.noise_multiplier
+
+    def event(self) -> dp_event.DpEvent:
+        """One step: Poisson(q) o Gaussian(noise std / sensitivity = sigma)."""
+        return dp_event.PoissonSampledDpEvent(self.sample_rate, dp_event.GaussianDpEvent(float(self.noise_multiplier)))
+
+
+_MIXING = (nn.modules.batchnorm._BatchNorm,)
+
+
+def validate_module(module: nn.Module) -> None:
+    """Refuse layers that break per-record sensitivity or leak private statistics; say why and how to fix."""
+    bad = [f"{name or '<root>'} ({type(m).__name__})" for name, m in module.named_modules() if isinstance(m, _MIXING)]
+    if bad:
+        raise PrivacyError(
+            "BatchNorm normalises each example with statistics of the whole batch, so one record changes every "
+            "other example's gradient (per-example sensitivity is no longer C), and its running mean/var are "
+            "non-private statistics of the rows saved with the model. Replace it with LayerNorm or GroupNorm "
+            f"(as opacus.validators does). Found: {', '.join(bad)}."
+        )
+    stats = [
+        name for name, m in module.named_modules()
+        if isinstance(m, nn.modules.instancenorm._InstanceNorm) and m.track_running_stats
+    ]
+    if stats:
+        raise PrivacyError(
+            "InstanceNorm with track_running_stats=True stores non-private statistics of the private rows; "
+            f"set track_running_stats=False. Found: {', '.join(stats)}."
+        )
+
+
+def _gaussian_noise(shape: torch.Size, std: float, generator: torch.Generator) -> torch.Tensor:
+    return torch.normal(0.0, std, size=shape, generator=generator)
+
+
+class DPSGD:
+    """Wire DP-SGD onto one module and its optimizer; takes one ledger allowance for ``max_steps`` steps."""
+
+    def __init__(
+        self,
+        module: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        config: DPSGDConfig,
+        *,
+        ledger: PrivacyLedger,
+        phase: str,
+        max_steps: int,
+        generator: torch.Generator,
+        n_rows: int,
+        non_private: bool = False,
+        chunk_size: int | None = None,
+    ):
+        if not isinstance(config, DPSGDConfig):
+            raise InputError(f"config must be a DPSGDConfig. Found {type(config).__name__}.")
+        if non_private and not ledger.non_private:
+            raise PrivacyError(
+                "non_private=True records a NonPrivateDpEvent, which only a non-private ledger "
+                f"(target_epsilon=inf) can hold. Found target_epsilon={ledger.target_epsilon}."
+            )
+        if not non_private and config.noise_multiplier == 0:
+            raise PrivacyError("noise_multiplier = 0 is allowed only with non_private=True. Found 0.")
+        validate_module(module)
+        self._check_optimizer(module, optimizer)
+        self.module, self.optimizer, self.config = module, optimizer, config
+        self.ledger, self.phase, self.generator = ledger, phase, generator
+        self.n_rows, self.max_steps, self.non_private = n_rows, max_steps, non_private
+        self.chunk_size = chunk_size  # performance only: bounds vmap memory, same result
+        self.sampler = PoissonSampler(n_rows, config.sample_rate, steps=max_steps, generator=generator)
+        self.expected_batch_size = config.sample_rate * n_rows
+        self._groups, self._n_groups = self._microbatch_groups()
+        event = dp_event.NonPrivateDpEvent() if non_private else config.event()
+        self._allowance = ledger.allowance(
+            event, phase=phase, mechanism="dp-sgd", max_steps=max_steps,
+            sample_rate=config.sample_rate, noise_multiplier=float(config.noise_multiplier),
+            max_grad_norm=float(config.max_grad_norm), clipping=config.clipping,
+            sensitivity=float(config.sensitivity), n_rows=int(n_rows),
+        )
+        self._pending: torch.Tensor | None = None
+        self._steps = 0
+
+    @staticmethod
+    def _check_optimizer(module: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+        own = {id(p) for p in module.parameters() if p.requires_grad}
+        foreign = sum(1 for g in optimizer.param_groups for p in g["params"] if id(p) not in own)
+        if foreign:
+            raise PrivacyError(
+                "the optimizer must hold only trainable parameters of the DP module (any other parameter would be "
+                f"updated by a non-private gradient). Found {foreign} foreign parameter(s)."
+            )
+
+    def _microbatch_groups(self) -> tuple[torch.Tensor | None, int]:
+        if self.config.clipping != "microbatch":
+            return None, 1
+        n_groups = max(1, round(self.expected_batch_size / self.config.microbatch_size))
+        perm = torch.randperm(self.n_rows, generator=self.generator)
+        return perm % n_groups, n_groups
+
+    # ------------------------------------------------------------------ loop
+    @property
+    def steps_allowed(self) -> int:
+        """Steps the ledger allows for this phase (<= max_steps)."""
+        return min(self._allowance.allowed, self.max_steps)
+
+    @property
+    def steps_taken(self) -> int:
+        return self._steps
+
+    @property
+    def epsilon(self) -> float:
+        return self.ledger.epsilon()
+
+    def batches(self) -> Iterator[torch.Tensor]:
+        """Poisson index batches, each charged to the ledger before it is yielded."""
+        for idx in self.sampler:
+            if self._steps >= self.max_steps or not self._allowance.take():
+                return
+            self._pending = idx
+            yield idx
+
+    def step(
+        self,
+        per_example_loss: Callable[..., torch.Tensor],
+        batch: tuple[torch.Tensor, ...],
+        *,
+        public_loss: Callable[[], torch.Tensor] | None = None,
+    ) -> dict:
+        """One private update from the rows of the last charged batch; returns monitoring stats.
+
+        ``public_loss()`` is a data-independent term (e.g. a critic's loss on generated samples): it reads no
+        private row, so its gradient needs neither clipping nor noise and composes as post-processing. It must be
+        computed from the module's live parameters (not ``model_fn``). The returned stats (clipped fraction,
+        gradient norm, batch size, loss) are NOT differentially private: use them for monitoring, never release them.
+        """
+        idx = self._pending
+        if idx is None:
+            raise PrivacyError("step() needs a batch charged to the ledger by batches(); none is pending. Found None.")
+        self._pending = None
+        batch = tuple(batch)
+        sizes = {int(t.shape[0]) for t in batch}
+        if not batch or sizes != {len(idx)}:
+            raise InputError(f"every batch tensor must have {len(idx)} rows (the charged batch). Found {sorted(sizes)}.")
+        names = [n for n, p in self.module.named_parameters() if p.requires_grad]
+        total, stats = self._private_sum(per_example_loss, batch, idx)
+        params = dict(self.module.named_parameters())
+        public = self._public_grads(public_loss, [params[n] for n in names])
+        self.optimizer.zero_grad(set_to_none=True)
+        for name, g_pub in zip(names, public):
+            g = total[name]
+            params[name].grad = g if g_pub is None else g + g_pub
+        self.optimizer.step()
+        self._steps += 1
+        return stats
+
+    # ------------------------------------------------------------------ internals
+    def _private_sum(self, per_example_loss, batch, idx) -> tuple[dict[str, torch.Tensor], dict]:
+        cfg, b = self.config, len(idx)
+        shapes = {n: p.shape for n, p in self.module.named_parameters() if p.requires_grad}
+        zeros = {n: torch.zeros(s) for n, s in shapes.items()}
+        stats = {"batch_size": b, "clipped_fraction": 0.0, "grad_norm": 0.0, "loss": float("nan")}
+        if cfg.clipping == "batch" and not self.non_private:
+            agg, loss = self._batch_mean_grad(per_example_loss, batch) if b else (zeros, float("nan"))
+            norm = _joint_norm(agg)
+            factor = float(clip_factors(norm, cfg.max_grad_norm))
+            total = {n: g * factor for n, g in agg.items()}
+            stats.update(clipped_fraction=float(factor < 1.0), grad_norm=float(norm), loss=loss)
+            divisor = 1.0
+        else:
+            if b:
+                grads, losses = per_example_grads(self.module, per_example_loss, batch, chunk_size=self.chunk_size)
+                stats["loss"] = float(losses.mean())
+            else:
+                grads = {n: torch.zeros((0, *s)) for n, s in shapes.items()}
+            if self.non_private:
+                total, divisor = {n: g.sum(0) for n, g in grads.items()}, self.expected_batch_size
+            elif cfg.clipping == "per_example":
+                total, norms = clip_and_sum(grads, cfg.max_grad_norm)
+                divisor = self.expected_batch_size
+                if b:
+                    stats.update(clipped_fraction=float((norms > cfg.max_grad_norm).float().mean()),
+                                 grad_norm=float(norms.mean()))
+            else:
+                total, clipped = self._microbatch_sum(grads, idx)
+                divisor = float(self._n_groups)
+                stats["clipped_fraction"] = clipped
+        if not self.non_private:
+            total = {n: g + _gaussian_noise(g.shape, cfg.noise_std, self.generator) for n, g in total.items()}
+        return {n: g / divisor for n, g in total.items()}, stats
+
+    def _batch_mean_grad(self, per_example_loss, batch) -> tuple[dict[str, torch.Tensor], float]:
+        loss = _functional_loss(self.module, per_example_loss)
+        buffers = {n: b.detach() for n, b in self.module.named_buffers()}
+        in_dims = (None, None) + (0,) * len(batch)
+        batched = vmap(loss, in_dims=in_dims, randomness="different", chunk_size=self.chunk_size)
+
+        def mean_loss(params):
+            values, _ = batched(params, buffers, *batch)
+            return values.mean(), values.detach().mean()
+
+        params = {n: p.detach() for n, p in self.module.named_parameters() if p.requires_grad}
+        grads, value = grad(mean_loss, has_aux=True)(params)
+        return grads, float(value)
+
+    def _microbatch_sum(self, grads, idx) -> tuple[dict[str, torch.Tensor], float]:
+        groups = self._groups[idx]
+        present, inverse, counts = torch.unique(groups, return_inverse=True, return_counts=True)
+        means = {}
+        for n, g in grads.items():
+            acc = torch.zeros((len(present), *g.shape[1:]))
+            acc.index_add_(0, inverse, g)
+            means[n] = acc / counts.reshape(-1, *([1] * (g.dim() - 1)))
+        total, norms = clip_and_sum(means, self.config.max_grad_norm)
+        clipped = float((norms > self.config.max_grad_norm).float().mean()) if len(present) else 0.0
+        if not len(present):
+            total = {n: torch.zeros(g.shape[1:]) for n, g in grads.items()}
+        return total, clipped
+
+    @staticmethod
+    def _public_grads(public_loss, params) -> list[torch.Tensor | None]:
+        if public_loss is None:
+            return [None] * len(params)
+        value = public_loss()
+        return list(torch.autograd.grad(value, params, allow_unused=True))
+
+
+def _joint_norm(grads: dict[str, torch.Tensor]) -> torch.Tensor:
+    return torch.sqrt(sum(g.pow(2).sum() for g in grads.values()))
+

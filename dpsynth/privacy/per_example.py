@@ -1,0 +1,92 @@
+"""Per-example gradients of any ``nn.Module`` loss with ``torch.func`` (functional_call + vmap + grad).
+
+A loss is written for ONE example: ``per_example_loss(model_fn, *example) -> scalar``, where ``model_fn(*inputs)``
+runs the module functionally with the parameters being differentiated, and each tensor of ``example`` is one row
+(no batch dimension). It is vmapped over dim 0 of every tensor in the batch. Because the loss is a plain function,
+it may itself contain a gradient with respect to its input — e.g. a WGAN-GP penalty on an interpolate of *this*
+record (:func:`input_gradient`) — and that term is then part of the record's per-example gradient, so clipping
+covers the whole loss that touches the record (DESIGN.md §1 rule 4). Random draws that the loss needs (fake rows,
+interpolation weights) should be passed in as extra batch tensors drawn from a seeded generator.
+
+Guarantees (tested in tests/privacy/test_per_example.py):
+- ``per_example_grads(...)[name][i]`` equals the gradient of the loss on the batch of one ``batch[i]``
+  (to float tolerance), including a gradient-penalty term.
+- ``clip_and_sum`` scales each example's full gradient (all parameters jointly) to L2 norm <= ``max_norm``
+  (Abadi et al. 2016, Alg. 1) before summing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+__all__ = ["per_example_grads", "per_example_norms", "clip_and_sum", "clip_factors", "input_gradient", "trainable_params"]
+
+PerExampleLoss = Callable[..., torch.Tensor]
+
+
+def input_gradient(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """d(sum fn(x))/dx, composable with vmap/grad (use it for gradient penalties inside a per-example loss)."""
+    return grad(lambda z: fn(z).sum())(x)
+
+
+def _functional_loss(module: nn.Module, per_example_loss: PerExampleLoss):
+    def loss(params, buffers, *example):
+        def model_fn(*inputs):
+            return functional_call(module, (params, buffers), inputs)
+
+        value = per_example_loss(model_fn, *example)
+        if value.dim() != 0:
+            value = value.sum()  # a (1,)-shaped output of one example
+        return value, value.detach()
+
+    return loss
+
+
+def trainable_params(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {n: p.detach() for n, p in module.named_parameters() if p.requires_grad}
+
+
+def per_example_grads(
+    module: nn.Module,
+    per_example_loss: PerExampleLoss,
+    batch: tuple[torch.Tensor, ...],
+    *,
+    chunk_size: int | None = None,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Per-example gradients ``{name: (B, *param.shape)}`` of the trainable parameters, and the (B,) losses.
+
+    ``chunk_size`` (performance only; does not change the result) bounds the memory of the vmap.
+    """
+    params = trainable_params(module)
+    buffers = {n: b.detach() for n, b in module.named_buffers()}
+    loss = _functional_loss(module, per_example_loss)
+    in_dims = (None, None) + (0,) * len(batch)
+    fn = vmap(grad(loss, has_aux=True), in_dims=in_dims, randomness="different", chunk_size=chunk_size)
+    grads, losses = fn(params, buffers, *batch)
+    return grads, losses
+
+
+def per_example_norms(grads: dict[str, torch.Tensor]) -> torch.Tensor:
+    """(B,) L2 norms of each example's gradient over all parameters jointly."""
+    sq = None
+    for g in grads.values():
+        s = g.reshape(g.shape[0], -1).pow(2).sum(1)
+        sq = s if sq is None else sq + s
+    return sq.sqrt()
+
+
+def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:
+    """min(1, C / norm): multiplying a vector of norm ``norm`` by it gives norm <= C."""
+    return (max_norm / (norms + 1e-6)).clamp(max=1.0)
+
+
+def clip_and_sum(grads: dict[str, torch.Tensor], max_norm: float) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Clip each example's gradient to L2 norm ``max_norm`` and sum over examples; also return the (B,) norms."""
+    norms = per_example_norms(grads)
+    factors = clip_factors(norms, max_norm)
+    summed = {n: torch.tensordot(factors, g, dims=1) for n, g in grads.items()}
+    return summed, norms
