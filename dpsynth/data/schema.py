@@ -111,7 +111,7 @@ class Column:
         return self.kind == "integer" or self.integer_valued
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if v not in (None, (), False)}
+        out = {k: v for k, v in asdict(self).items() if not (v is None or v is False or v == ())}  # keep 0.0 bounds
         out["name"], out["kind"] = self.name, self.kind
         if self.categories is not None:
             out["categories"] = [_to_json_scalar(c) for c in self.categories]
