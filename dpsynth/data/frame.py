@@ -47,7 +47,7 @@ def categorical_codes(series: pd.Series, categories: tuple, other=None) -> np.nd
     """
     lookup = {c: i for i, c in enumerate(categories)}
     lookup_str = {str(c): i for i, c in enumerate(categories)}
-    uniques, inverse = pd.factorize(series, use_na_sentinel=True)
+    inverse, uniques = pd.factorize(series, use_na_sentinel=True)
     mapped = np.empty(len(uniques), dtype=np.int64)
     for j, u in enumerate(uniques):
         i = lookup.get(u)

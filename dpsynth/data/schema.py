@@ -217,8 +217,8 @@ class Schema:
                     f"Column '{col.name}' has {int(isna.sum())} missing values but is not nullable in the schema."
                 )
             values = series[~isna]
-            if col.is_discrete and col.other is None:
-                unknown = unknown_categories(values, col.categories)
+            if col.is_discrete:
+                unknown = [] if col.other is not None else unknown_categories(values, col.categories)
                 if unknown:
                     shown = ", ".join(repr(u) for u in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
                     raise SchemaError(

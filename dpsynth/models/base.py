@@ -46,6 +46,8 @@ class Synthesizer(ABC):
     name: ClassVar[str] = ""
     #: True if the model can run with a finite epsilon (False for purely non-private baselines)
     supports_dp: ClassVar[bool] = True
+    #: hyper-parameters small enough for the contract suite and smoke tests (seconds on Adult slices)
+    fast_params: ClassVar[dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ parameters
     @classmethod

@@ -21,11 +21,11 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from dp_accounting import dp_event
+from dp_accounting import dp_event, privacy_accountant
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 
-__all__ = ["Accountant", "epsilon_of", "compose"]
+__all__ = ["Accountant", "epsilon_of", "compose", "fits"]
 
 Accountant = Literal["best", "pld", "rdp"]
 
@@ -37,8 +37,13 @@ _RDP_ORDERS = (
 
 
 def compose(events: Sequence[tuple[dp_event.DpEvent, int]]) -> dp_event.DpEvent:
-    """One event for the composition of ``(event, count)`` pairs."""
-    parts = [e if c == 1 else dp_event.SelfComposedDpEvent(e, c) for e, c in events if c > 0]
+    """One event for the composition of ``(event, count)`` pairs; equal events are merged into one
+    self-composition first (same guarantee, far fewer PLD convolutions)."""
+    merged: dict[dp_event.DpEvent, int] = {}
+    for e, c in events:
+        if c > 0:
+            merged[e] = merged.get(e, 0) + int(c)
+    parts = [e if c == 1 else dp_event.SelfComposedDpEvent(e, c) for e, c in merged.items()]
     if not parts:
         return dp_event.NoOpDpEvent()
     return parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
@@ -64,12 +69,45 @@ def _pld_epsilon(event: dp_event.DpEvent, delta: float) -> float:
     return float(accountant.get_epsilon(delta))
 
 
+def _has_swor(event: dp_event.DpEvent) -> bool:
+    if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
+        return True
+    if isinstance(event, dp_event.SelfComposedDpEvent):
+        return _has_swor(event.event)
+    if isinstance(event, dp_event.ComposedDpEvent):
+        return any(_has_swor(e) for e in event.events)
+    return False
+
+
 def _rdp_epsilon(event: dp_event.DpEvent, delta: float) -> float:
-    accountant = rdp_privacy_accountant.RdpAccountant(_RDP_ORDERS)
-    if not accountant.supports(event):
-        return math.inf
-    accountant.compose(event)
-    return float(accountant.get_epsilon(delta))
+    """RDP epsilon; ``SampledWithoutReplacementDpEvent`` parts are composed under REPLACE_ONE (added by issue 3).
+
+    dpsynth records a without-replacement event only where adding/removing one record *replaces one item* of a
+    population of disjoint shards (the gradient sanitizer's N_d shard discriminators: the record changes its own
+    shard's discriminator arbitrarily, one shard is drawn per step). The replace-one RDP curve of that event (Wang,
+    Balle, Kasiviswanathan 2019, as in GS-WGAN) therefore bounds its RDP under add/remove of a record, and RDP
+    curves of mechanisms on the same data add up under adaptive composition (Mironov 2017, Prop. 1).
+    """
+    parts = list(event.events) if isinstance(event, dp_event.ComposedDpEvent) else [event]
+    swor = [e for e in parts if _has_swor(e)]
+    rest = [e for e in parts if not _has_swor(e)]
+    total = 0.0
+    for group, relation in ((rest, None), (swor, "replace")):
+        if not group:
+            continue
+        if relation is None:
+            accountant = rdp_privacy_accountant.RdpAccountant(_RDP_ORDERS)
+        else:
+            accountant = rdp_privacy_accountant.RdpAccountant(
+                _RDP_ORDERS, neighboring_relation=privacy_accountant.NeighboringRelation.REPLACE_ONE
+            )
+        sub = group[0] if len(group) == 1 else dp_event.ComposedDpEvent(group)
+        if not accountant.supports(sub):
+            return math.inf
+        accountant.compose(sub)
+        total = total + accountant.rdp
+    eps, _ = rdp_privacy_accountant.compute_epsilon(_RDP_ORDERS, total, delta)
+    return float(eps)
 
 
 def epsilon_of(
@@ -97,3 +135,27 @@ def epsilon_of(
     if accountant == "rdp":
         return _rdp_epsilon(event, remaining)
     return min(_pld_epsilon(event, remaining), _rdp_epsilon(event, remaining))
+
+
+def fits(
+    events: Sequence[tuple[dp_event.DpEvent, int]],
+    delta: float,
+    target_epsilon: float,
+    *,
+    extra_delta: float = 0.0,
+    accountant: Accountant = "best",
+) -> bool:
+    """``epsilon_of(...) <= target_epsilon``, answered with the cheap RDP bound first when it suffices."""
+    if accountant in ("best", "rdp"):
+        event = compose(events)
+        if _is_non_private(event):
+            return False
+        if isinstance(event, dp_event.NoOpDpEvent):
+            return True
+        if delta - extra_delta <= 0:
+            return False
+        if _rdp_epsilon(event, delta - extra_delta) <= target_epsilon:
+            return True
+        if accountant == "rdp":
+            return False
+    return epsilon_of(events, delta, extra_delta=extra_delta, accountant="pld") <= target_epsilon

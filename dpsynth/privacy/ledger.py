@@ -22,7 +22,7 @@ from typing import Any
 from dp_accounting import dp_event
 
 from dpsynth.errors import BudgetExceededError, InputError
-from dpsynth.privacy.accounting import Accountant, epsilon_of
+from dpsynth.privacy.accounting import Accountant, epsilon_of, fits
 from dpsynth.privacy.events import describe_event, event_from_dict, event_to_dict
 
 __all__ = ["LedgerEntry", "PrivacyLedger", "StepAllowance", "check_privacy_params"]
@@ -136,7 +136,13 @@ class PrivacyLedger:
     def would_exceed(self, event: dp_event.DpEvent, count: int = 1, extra_delta: float = 0.0) -> bool:
         if self.non_private:
             return False
-        return self.epsilon_if(event, count, extra_delta) > self.target_epsilon
+        return not fits(
+            self._pairs([(event, count)]),
+            self.target_delta,
+            self.target_epsilon,
+            extra_delta=self._extra_delta(extra_delta * count),
+            accountant=self.accountant,
+        )
 
     def max_count(self, event: dp_event.DpEvent, upper: int) -> int:
         """Largest ``k <= upper`` such that running ``event`` k more times stays within the target."""

@@ -30,6 +30,7 @@ __all__ = [
     "selection_threshold",
     "selection_delta",
     "gaussian_event",
+    "calibrate_gaussian_queries",
 ]
 
 
@@ -69,3 +70,39 @@ def gaussian_partition_selection(
     keys = list(key_counts)
     noisy = gaussian_counts(np.array([key_counts[k] for k in keys], dtype=float), sigma=sigma, rng=rng)
     return {k: float(c) for k, c in zip(keys, noisy) if c >= threshold}
+
+
+def calibrate_gaussian_queries(ledger, n_queries: int, *, rel_tol: float = 1e-3) -> float:
+    """Smallest sigma such that ``n_queries`` more Gaussian counts (sensitivity 1) keep ``ledger`` within its
+    target (0.0 for a non-private ledger). Bisection on the composed epsilon: never overshoots."""
+    import math
+
+    if ledger.non_private:
+        return 0.0
+    lo, hi = 1e-3, 1e7
+    if ledger.would_exceed(dp_event.GaussianDpEvent(hi), n_queries):
+        from dpsynth.errors import BudgetExceededError
+
+        raise BudgetExceededError("No budget left for the requested queries.")
+    from dpsynth.privacy.accounting import fits
+
+    def fits_rdp(sigma: float) -> bool:
+        pairs = ledger._pairs([(dp_event.GaussianDpEvent(sigma), n_queries)])
+        return fits(pairs, ledger.target_delta, ledger.target_epsilon, extra_delta=ledger._extra_delta(),
+                    accountant="rdp")
+
+    # bracket with the cheap RDP bound (sound, looser), then refine with the exact check
+    while hi / lo > 1 + rel_tol:
+        mid = math.sqrt(lo * hi)
+        if fits_rdp(mid):
+            hi = mid
+        else:
+            lo = mid
+    lo = hi / 2
+    while hi / lo > 1 + rel_tol:
+        mid = math.sqrt(lo * hi)
+        if ledger.would_exceed(dp_event.GaussianDpEvent(mid), n_queries):
+            lo = mid
+        else:
+            hi = mid
+    return hi

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/contract.py is importable as `contract`
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+@pytest.fixture(scope="session")
+def adult():
+    from dpsynth import datasets
+
+    return datasets.load("adult")
+
+
+@pytest.fixture(scope="session")
+def adult_schema():
+    from dpsynth import datasets
+
+    return datasets.schema("adult")
+
+
+@pytest.fixture(scope="session")
+def adult_small(adult):
+    train, _ = adult
+    return train.sample(2000, random_state=0).reset_index(drop=True)

@@ -1,0 +1,95 @@
+"""The contract every registered Synthesizer passes (run by tests/models/test_contract.py for each model).
+
+Import :func:`check_synthesizer` from a model's own tests to run it with other data or parameters.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsynth.data.schema import Schema
+from dpsynth.errors import InputError, NotFittedError
+from dpsynth.models import load_model
+from dpsynth.models.base import Synthesizer, read_model_file
+
+
+def check_synthesizer(
+    model_cls: type[Synthesizer],
+    data: pd.DataFrame,
+    schema: Schema | None,
+    tmp_path: Path,
+    *,
+    epsilon: float = 1.0,
+    delta: float = 1e-5,
+    n: int = 300,
+    params: dict | None = None,
+) -> Synthesizer:
+    params = dict(model_cls.fast_params if params is None else params)
+    model = model_cls(**params)
+    assert model.get_params() == params or set(params) <= set(model.get_params())
+
+    with pytest.raises(NotFittedError):
+        model.sample(5)
+    with pytest.raises(InputError):
+        model_cls(**params).fit(data, epsilon=-1.0, delta=delta, schema=schema)
+    with pytest.raises(InputError):
+        model_cls(**params).fit(data, epsilon=epsilon, delta=1.5, schema=schema)
+
+    assert model.fit(data, epsilon=epsilon, delta=delta, schema=schema, seed=0) is model
+    ledger = model.ledger_
+    assert ledger.entries, "fit recorded no privacy event"
+    assert 0 < ledger.epsilon() <= epsilon + 1e-9, f"ledger epsilon {ledger.epsilon()} exceeds target {epsilon}"
+    assert "metadata" in ledger.phases()
+
+    synth = model.sample(n, seed=7)
+    _check_frame(synth, model.schema_, n)
+    assert model.sample(0).shape == (0, len(model.schema_))
+    pd.testing.assert_frame_equal(synth, model.sample(n, seed=7))
+
+    path = tmp_path / f"{model_cls.name}.dpsynth"
+    model.save(path)
+    tensors, header = read_model_file(path)
+    assert header["model"] == model_cls.name and header["ledger"]["epsilon"] == pytest.approx(ledger.epsilon())
+    loaded = load_model(path)
+    assert type(loaded) is model_cls
+    pd.testing.assert_frame_equal(loaded.sample(n, seed=7), synth)
+    assert loaded.ledger_.epsilon() == pytest.approx(ledger.epsilon())
+    assert not any(p.suffix == ".tmp" for p in tmp_path.iterdir()), "a temp file was left behind"
+    return model
+
+
+def check_non_private(model_cls: type[Synthesizer], data: pd.DataFrame, schema: Schema | None, *, n: int = 200,
+                      params: dict | None = None) -> Synthesizer:
+    model = model_cls(**dict(model_cls.fast_params if params is None else params))
+    model.fit(data, epsilon=math.inf, delta=1e-5, schema=schema, seed=0)
+    assert math.isinf(model.ledger_.epsilon())
+    _check_frame(model.sample(n, seed=1), model.schema_, n)
+    return model
+
+
+def _check_frame(synth: pd.DataFrame, schema: Schema, n: int) -> None:
+    assert isinstance(synth, pd.DataFrame)
+    assert list(synth.columns) == schema.names
+    assert len(synth) == n
+    for col in schema.columns:
+        values = synth[col.name]
+        if not col.nullable:
+            assert not values.isna().any(), f"{col.name}: NaN in a non-nullable column"
+        present = values.dropna()
+        if col.is_discrete:
+            allowed = set(col.categories)
+            assert set(present.unique()) <= allowed, f"{col.name}: values outside the categories"
+        else:
+            arr = present.to_numpy(dtype=float)
+            assert np.all(arr >= col.lower - 1e-9) and np.all(arr <= col.upper + 1e-9), f"{col.name}: out of bounds"
+            if col.rounds:
+                assert np.all(np.mod(arr, 1) == 0), f"{col.name}: integer column with fractions"
+                if col.dtype in ("int64", "Int64"):
+                    assert str(values.dtype) in ("int64", "Int64")
+        if col.dtype in ("int64", "float64", "str", "object", "bool") and not (col.dtype == "int64" and values.isna().any()):
+            assert str(values.dtype) == col.dtype, f"{col.name}: dtype {values.dtype} != {col.dtype}"

@@ -1,0 +1,24 @@
+"""Every registered model passes the Synthesizer contract (tests/contract.py) on an Adult slice."""
+
+from __future__ import annotations
+
+import pytest
+
+from contract import check_non_private, check_synthesizer
+from dpsynth.models import available_models, get_model_class
+
+
+@pytest.mark.parametrize("name", available_models())
+def test_contract_with_public_schema(name, adult_small, adult_schema, tmp_path):
+    check_synthesizer(get_model_class(name), adult_small, adult_schema, tmp_path)
+
+
+@pytest.mark.parametrize("name", available_models())
+def test_contract_with_dp_discovery(name, adult_small, tmp_path):
+    model = check_synthesizer(get_model_class(name), adult_small, None, tmp_path, epsilon=3.0)
+    assert model.schema_.provenance == "dp"
+
+
+@pytest.mark.parametrize("name", available_models())
+def test_non_private_mode(name, adult_small, adult_schema):
+    check_non_private(get_model_class(name), adult_small, adult_schema)
