@@ -1,0 +1,264 @@
+"""The ``dpsynth`` command: parse arguments, call the public API, print results. No logic of its own.
+
+A user error (any :class:`~dpsynth.errors.DPSynthError`) prints one line on stderr and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+import warnings
+from pathlib import Path
+
+from dpsynth.errors import DPSynthError, InputError
+
+__all__ = ["main", "build_parser"]
+
+# Subcommands contributed by other packages: module -> names of its add_parsers / run functions
+_PLUGINS = ("dpsynth.evaluate.command", "dpsynth.attacks.command")
+DEMO_MODEL = "dp-tldm"
+
+
+def _epsilon(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"epsilon must be a number or 'inf'. Found {text!r}.") from None
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dpsynth", description="Differentially private synthetic data.")
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("datasets", help="list the known datasets")
+    p.add_argument("action", nargs="?", default="list", choices=["list"])
+    p.set_defaults(func=_cmd_datasets)
+
+    p = sub.add_parser("schema", help="propose a schema for a table (reads the private data: review it!)")
+    p.add_argument("action", choices=["infer"])
+    p.add_argument("data", help="dataset name (e.g. adult) or CSV/Parquet path")
+    p.add_argument("--target", help="target column")
+    p.add_argument("-o", "--out", help="write here instead of stdout (.json or .yaml)")
+    p.set_defaults(func=_cmd_schema)
+
+    p = sub.add_parser("fit", help="fit a model on private data with an (epsilon, delta) budget")
+    p.add_argument("data", help="dataset name (e.g. adult) or CSV/Parquet path")
+    p.add_argument("--model", default="marginals", help="model name (see `dpsynth info --models`)")
+    p.add_argument("--epsilon", type=_epsilon, required=True, help="privacy budget; 'inf' = non-private mode")
+    p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--schema", help="public schema file (JSON/YAML); without it, metadata is discovered with DP")
+    p.add_argument("--metadata-share", type=float, default=0.1, help="share of epsilon for metadata")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--out", required=True, help="model file to write")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_fit)
+
+    p = sub.add_parser("sample", help="draw synthetic rows from a model file")
+    p.add_argument("model_file")
+    p.add_argument("-n", type=int, required=True, help="number of rows")
+    p.add_argument("-o", "--out", required=True, help="CSV or Parquet file to write")
+    p.add_argument("--seed", type=int)
+    p.set_defaults(func=_cmd_sample)
+
+    p = sub.add_parser("info", help="show a model file's ledger, schema and parameters")
+    p.add_argument("model_file", nargs="?")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--models", action="store_true", help="list the available models")
+    p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("demo", help="fit, sample, evaluate and report on the bundled Adult data")
+    p.add_argument("--model", default=None, help=f"model name (default {DEMO_MODEL})")
+    p.add_argument("--epsilon", type=_epsilon, default=1.0)
+    p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--rows", type=int, default=None, help="rows to sample (default: as many as the train split)")
+    p.add_argument("--out", default="dpsynth-demo", help="output folder")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=_cmd_demo)
+
+    for module_name in _PLUGINS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        module.add_parsers(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = _show_warning
+            return int(args.func(args) or 0)
+    except DPSynthError as exc:
+        print(f"dpsynth: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dpsynth: interrupted", file=sys.stderr)
+        return 130
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"dpsynth: warning: {message}", file=sys.stderr)
+
+
+def _version() -> str:
+    from dpsynth import __version__
+
+    return f"dpsynth {__version__}"
+
+
+# ------------------------------------------------------------------------------------------------ commands
+def _cmd_datasets(args) -> int:
+    from dpsynth.datasets import list_datasets
+
+    table = list_datasets()[["name", "task", "rows", "target", "source", "description"]]
+    print(table.to_string(index=False))
+    return 0
+
+
+def _cmd_schema(args) -> int:
+    from dpsynth.data.inference import infer_schema
+    from dpsynth.datasets import load_table
+
+    train, _, _, target = load_table(args.data)
+    schema = infer_schema(train, target=args.target or target)
+    print(
+        "dpsynth: note: this schema was inferred by READING THE PRIVATE DATA (bounds, categories, special values).\n"
+        "It is not differentially private. Review it, replace data-derived values by public knowledge, and only\n"
+        "then pass it to `dpsynth fit --schema` as public metadata.",
+        file=sys.stderr,
+    )
+    if args.out:
+        schema.save(args.out)
+        print(f"dpsynth: wrote {args.out}", file=sys.stderr)
+    else:
+        print(schema.to_json())
+    return 0
+
+
+def _parse_params(pairs: list[str]) -> dict:
+    params = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise InputError(f"--param takes KEY=VALUE. Found {pair!r}.")
+        key, value = pair.split("=", 1)
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params
+
+
+def _fit_model(name, train, *, epsilon, delta, schema, metadata_share, params, seed, progress):
+    from dpsynth.models import get_model_class
+
+    model_cls = get_model_class(name)
+    try:
+        model = model_cls(**params)
+    except TypeError as exc:
+        raise InputError(f"Bad hyper-parameter for model '{name}': {exc}.") from exc
+    return model.fit(train, epsilon=epsilon, delta=delta, schema=schema, metadata_share=metadata_share, seed=seed,
+                     progress=progress)
+
+
+def _cmd_fit(args) -> int:
+    from dpsynth.data.schema import Schema
+    from dpsynth.datasets import load_table
+
+    train, _, bundled_schema, _ = load_table(args.data)
+    schema = Schema.load(args.schema) if args.schema else None
+    if schema is None and bundled_schema is not None:
+        schema = bundled_schema
+        print(f"dpsynth: using the public schema shipped for '{args.data}'", file=sys.stderr)
+    model = _fit_model(args.model, train, epsilon=args.epsilon, delta=args.delta, schema=schema,
+                       metadata_share=args.metadata_share, params=_parse_params(args.param), seed=args.seed,
+                       progress=not args.quiet)
+    model.save(args.out)
+    print(model.ledger_)
+    print(f"dpsynth: wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _cmd_sample(args) -> int:
+    from dpsynth._io import write_table
+    from dpsynth.models import load_model
+
+    model = load_model(args.model_file)
+    frame = model.sample(args.n, seed=args.seed)
+    write_table(frame, args.out)
+    print(f"dpsynth: wrote {len(frame)} rows to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _cmd_info(args) -> int:
+    from dpsynth.models import available_models
+    from dpsynth.models.base import read_model_file
+    from dpsynth.privacy.ledger import PrivacyLedger
+
+    if args.models or not args.model_file:
+        names = available_models()
+        print(json.dumps(names) if args.json else "\n".join(names))
+        return 0
+    _, header = read_model_file(args.model_file)
+    if args.json:
+        print(json.dumps({k: header[k] for k in ("model", "dpsynth_version", "params", "schema", "ledger")}, indent=2))
+        return 0
+    ledger = PrivacyLedger.from_dict(header["ledger"])
+    print(f"model: {header['model']} (dpsynth {header['dpsynth_version']})")
+    print(f"parameters: {json.dumps(header['params'])}")
+    schema = header["schema"]
+    print(f"schema ({schema.get('provenance')}): {len(schema['columns'])} columns, target {schema.get('target')}")
+    print(ledger)
+    gdp = header.get("state", {}).get("gdp") if isinstance(header.get("state"), dict) else None
+    if gdp:
+        print(f"Gaussian DP view (not a bound on epsilon): {json.dumps(gdp)}")
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from dpsynth import datasets
+    from dpsynth._io import atomic_write_text, write_table
+    from dpsynth.models import available_models
+
+    name = args.model or (DEMO_MODEL if DEMO_MODEL in available_models() else "marginals")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    train, test = datasets.load("adult")
+    schema = datasets.schema("adult")
+    eps_text = "inf (non-private)" if math.isinf(args.epsilon) else f"{args.epsilon:g}"
+    print(f"dpsynth demo: fitting '{name}' on Adult ({len(train):,} rows) at epsilon={eps_text}, delta={args.delta:g}",
+          file=sys.stderr)
+    model = _fit_model(name, train, epsilon=args.epsilon, delta=args.delta, schema=schema, metadata_share=0.1,
+                       params={}, seed=args.seed, progress=not args.quiet)
+    model.save(out / "model.dpsynth")
+    synth = model.sample(args.rows or len(train), seed=args.seed)
+    write_table(synth, out / "synthetic.csv")
+    atomic_write_text(out / "ledger.json", json.dumps(model.ledger_.to_dict(), indent=2) + "\n")
+    print(model.ledger_)
+    try:
+        from dpsynth.evaluate.command import demo_report
+    except ImportError:
+        print("dpsynth demo: evaluation is not installed (pip install 'dpsynth[eval]'); skipping the report",
+              file=sys.stderr)
+    else:
+        demo_report(train, synth, test=test, schema=schema, model_path=out / "model.dpsynth", out=out,
+                    progress=not args.quiet)
+    print(f"dpsynth demo: wrote {out}/model.dpsynth, synthetic.csv, ledger.json" +
+          (", report.html" if (out / "report.html").exists() else ""), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
