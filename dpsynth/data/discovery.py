@@ -14,7 +14,8 @@
     threshold (e.g. an identifier) is excluded, with a warning;
   - numeric bounds by DP quantiles: a noisy histogram over a fixed, data-independent geometric grid
     (40 bins per decade from 1e-3 to 1e10, both signs, plus an exact-zero bin), small noisy counts set to
-    0 (post-processing), bounds = the grid edges around the ``tail`` and ``1 - tail`` quantiles. A noisy
+    0 (post-processing), bounds = the edges of groups of 8 bins (5 groups per decade, so bounds are coarse:
+    a factor ~1.6) around the ``TAIL`` and ``1 - TAIL`` quantiles; values outside are clipped. A noisy
     zero-bin mass >= 10% makes the column ``mixed`` with special value 0;
   - missing-value fractions by the noisy count of a "missing" cell in every histogram; text and float
     columns are marked nullable (an int or bool dtype cannot hold NaN).

@@ -289,7 +289,7 @@ class Schema:
             else:
                 data = json.loads(text)
         except Exception as exc:  # noqa: BLE001 - any parse error is a user error here
-            raise SchemaError(f"Schema file {path} is not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}.") from exc
+            raise SchemaError(f"Schema file {path} is not valid {'YAML' if path.suffix.lower() in ('.yaml', '.yml') else 'JSON'}: {exc}.") from exc
         return cls.from_dict(data)
 
 

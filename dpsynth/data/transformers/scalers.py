@@ -9,7 +9,7 @@ columns) on values already clipped to the public bounds ``[lo, hi]`` of that spa
 - ``standard``: ``alpha = (x - mean) / std`` with mean and std of the DP histogram (bin centres plus the
   within-bin variance ``width^2 / 12``); unbounded, so its span has activation ``linear``.
 - ``quantile``: ``alpha = 2 F(x) - 1`` with ``F`` the piecewise-linear CDF of the DP histogram (mixed with
-  1e-4 of uniform mass so that it is strictly increasing and invertible).
+  1e-3 of uniform mass so that it is strictly increasing and invertible).
 
 Guarantees: state comes only from the public bounds and a DP histogram; ``fit_values`` (exact statistics
 of private values) is used only in non-private mode.
@@ -147,7 +147,7 @@ class StandardEncoder(ContinuousEncoder):
 
 class QuantileEncoder(ContinuousEncoder):
     name = "quantile"
-    _UNIFORM_MIX = 1e-4
+    _UNIFORM_MIX = 1e-3
     _EXACT_BINS = 512
 
     def __init__(self, lo: float, hi: float) -> None:

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsynth.data.inference import infer_schema
+from dpsynth.errors import InputError
+
+
+def test_id_like_column_is_excluded_with_a_warning():
+    df = pd.DataFrame({"id": [f"user{i}" for i in range(200)], "x": np.arange(200) % 7})
+    with pytest.warns(UserWarning, match="identifier"):
+        schema = infer_schema(df)
+    assert schema.excluded == ("id",) and schema.names == ["x"]
+
+
+def test_all_nan_column_is_an_error():
+    df = pd.DataFrame({"a": [np.nan, np.nan], "b": [1, 2]})
+    with pytest.raises(InputError, match="Column 'a' has no values"):
+        infer_schema(df)
+
+
+def test_inf_values_are_an_error():
+    with pytest.raises(InputError, match="infinite"):
+        infer_schema(pd.DataFrame({"a": [1.0, np.inf, 3.0]}))
+
+
+def test_constant_and_mixed_type_columns():
+    df = pd.DataFrame({"const": [5] * 20, "mixed": [1, "a", 2.5, "b"] * 5})
+    schema = infer_schema(df)
+    assert schema["const"].kind == "integer" and schema["const"].lower == schema["const"].upper == 5
+    assert schema["mixed"].kind == "categorical" and set(schema["mixed"].categories) == {1, "a", 2.5, "b"}
+
+
+def test_float_column_with_nans_and_whole_values_is_integer_nullable():
+    schema = infer_schema(pd.DataFrame({"a": [1.0, np.nan, 3.0, 4.0] * 5}))
+    assert schema["a"].kind == "integer" and schema["a"].nullable
+
+
+def test_long_tail_detection():
+    rng = np.random.default_rng(0)
+    values = np.exp(rng.normal(3, 2.5, size=5000))
+    assert infer_schema(pd.DataFrame({"v": values}))["v"].kind == "long_tail"
+
+
+def test_empty_frame_is_an_error():
+    with pytest.raises(InputError, match="no rows"):
+        infer_schema(pd.DataFrame({"a": []}))
+    with pytest.raises(InputError, match="no columns"):
+        infer_schema(pd.DataFrame())
