@@ -1,0 +1,83 @@
+"""PATE aggregation: noisy argmax of teacher votes (Papernot et al. 2017 LNMax; 2018 GNMax), for PATE-GAN.
+
+Neighbouring relation: add/remove one record. Teachers are trained on DISJOINT partitions of the private rows
+(``teacher_partition``, fixed by each row's index), so a record can change only its own teacher's vote: the vote
+histogram of one query changes by -1 in one class and +1 in another, i.e. L1 sensitivity 2 and L2 sensitivity
+sqrt(2).
+
+Accounting is data-independent (we do not use PATE's data-dependent smooth-sensitivity analysis, which would need
+its own privacy cost to release): each answered query is the Laplace / Gaussian mechanism on the histogram, and the
+argmax is post-processing.
+- Laplace noise of scale b per count: ``LaplaceDpEvent(b / 2)`` (noise scale / L1 sensitivity), i.e. 2/b-DP per query.
+- Gaussian noise of std s per count: ``GaussianDpEvent(s / sqrt(2))``.
+``noisy_argmax`` charges all queries to the ledger (BudgetExceededError, nothing released) before drawing noise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from dp_accounting import dp_event
+
+from dpsynth.errors import InputError
+from dpsynth.privacy.ledger import PrivacyLedger
+
+__all__ = ["teacher_partition", "teacher_votes", "pate_event", "noisy_argmax", "L1_SENSITIVITY", "L2_SENSITIVITY"]
+
+L1_SENSITIVITY = 2.0
+L2_SENSITIVITY = math.sqrt(2.0)
+
+
+def teacher_partition(n_rows: int, n_teachers: int, generator: torch.Generator) -> torch.Tensor:
+    """Row i goes to teacher ``out[i]``: a random balanced partition fixed by the seed (disjoint by construction)."""
+    if not (1 <= n_teachers <= n_rows):
+        raise InputError(f"n_teachers must be in [1, n_rows={n_rows}]. Found {n_teachers!r}.")
+    return torch.randperm(n_rows, generator=generator) % n_teachers
+
+
+def teacher_votes(predictions: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """(n_teachers, n_queries) predicted labels -> (n_queries, n_classes) vote counts."""
+    if predictions.dim() != 2:
+        raise InputError(f"predictions must be (n_teachers, n_queries). Found shape {tuple(predictions.shape)}.")
+    labels = predictions.long()
+    if labels.numel() and (labels.min() < 0 or labels.max() >= n_classes):
+        raise InputError(f"teacher labels must be in [0, {n_classes}). Found range [{labels.min()}, {labels.max()}].")
+    one_hot = torch.nn.functional.one_hot(labels, n_classes)  # (T, Q, K)
+    return one_hot.sum(0).to(torch.float64)
+
+
+def pate_event(mechanism: str, noise_scale: float) -> dp_event.DpEvent:
+    """Event of one answered query: Laplace scale b -> LaplaceDpEvent(b/2); Gaussian std s -> GaussianDpEvent(s/sqrt 2)."""
+    if not (0 < noise_scale < math.inf):
+        raise InputError(f"noise_scale must be a finite number > 0. Found {noise_scale!r}.")
+    if mechanism == "laplace":
+        return dp_event.LaplaceDpEvent(noise_scale / L1_SENSITIVITY)
+    if mechanism == "gaussian":
+        return dp_event.GaussianDpEvent(noise_scale / L2_SENSITIVITY)
+    raise InputError(f"mechanism must be 'laplace' or 'gaussian'. Found {mechanism!r}.")
+
+
+def noisy_argmax(
+    votes: torch.Tensor,
+    *,
+    mechanism: str,
+    noise_scale: float,
+    ledger: PrivacyLedger,
+    phase: str,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """Noisy-argmax label of each query row of ``votes`` (n_queries, n_classes); charged before noise is drawn."""
+    if votes.dim() != 2:
+        raise InputError(f"votes must be (n_queries, n_classes). Found shape {tuple(votes.shape)}.")
+    event = pate_event(mechanism, noise_scale)
+    n_queries = int(votes.shape[0])
+    ledger.spend(event, phase=phase, mechanism=f"pate-{mechanism}-argmax", count=n_queries, noise_scale=noise_scale)
+    if mechanism == "laplace":
+        # Laplace(0, b) = b * (Exp(1) - Exp(1)), drawn from the seeded generator
+        e1 = torch.empty(votes.shape, dtype=torch.float64).exponential_(1.0, generator=generator)
+        e2 = torch.empty(votes.shape, dtype=torch.float64).exponential_(1.0, generator=generator)
+        noise = noise_scale * (e1 - e2)
+    else:
+        noise = torch.normal(0.0, noise_scale, size=votes.shape, generator=generator, dtype=torch.float64)
+    return (votes.to(torch.float64) + noise).argmax(dim=1)

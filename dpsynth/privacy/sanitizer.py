@@ -1,0 +1,155 @@
+"""Generator-side DP: sanitize the gradient that flows from private discriminators into a generator.
+
+Seed 000's DP-HOOK and GS-WGAN (Chen, Orekondy, Fritz 2020). A hook on a tensor ``x`` of shape (B, ...) (e.g. the
+generator output) replaces d loss / d x by ``clip_C(row) + N(0, (2 C sigma)^2)`` row by row. The generator's
+parameters then see private data only through this noisy tensor, so they are a post-processing of it — provided
+the generator receives no other private-data-dependent gradient (no real-batch feature statistics, no
+non-private classifier; DESIGN.md §1 rule 5).
+
+Accounting (neighbouring relation: add/remove one record, which here replaces one item of the shard population):
+- The discriminators are trained WITHOUT DP on disjoint shards; a record lives in exactly one shard (fixed by its
+  index), so adding/removing it can change that shard's discriminator — hence each row's gradient — arbitrarily.
+  A clipped row then moves by at most 2C (GS-WGAN's factor 2; seed 000's C/B is not a sensitivity).
+- All B rows of a step come from the same discriminator, so they change together: the step releases a B x d matrix
+  of L2 sensitivity 2C sqrt(B) with noise std 2 C sigma per coordinate, i.e. ONE Gaussian mechanism with
+  noise multiplier sigma / sqrt(B) (not B mechanisms of multiplier sigma each).
+- With N_d > 1 shard discriminators, one drawn uniformly per step, the step reads the record's shard with
+  probability 1/N_d: recorded as ``SampledWithoutReplacementDpEvent(N_d, 1, Gaussian(sigma/sqrt(B)))``, accounted
+  by replace-one subsampled RDP (Wang, Balle, Kasiviswanathan 2019) as in GS-WGAN (see accounting._rdp_epsilon).
+- With N_d = 1 (one discriminator trained on all rows, seed 000's setting) there is NO amplification: q = 1 and
+  the event is ``GaussianDpEvent(sigma/sqrt(B))``; a warning says so.
+
+Guarantees (tests in tests/privacy/test_sanitizer.py): each sanitized row is clip(row) + noise with
+||clip(row)|| <= C; the noise is N(0, (2C sigma)^2); every sanitized step is charged to the ledger before the
+hook releases anything, and the hook refuses to run without a charged step.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterator
+
+import torch
+from dp_accounting import dp_event
+
+from dpsynth.errors import InputError, PrivacyError
+from dpsynth.privacy.ledger import PrivacyLedger
+from dpsynth.privacy.per_example import clip_factors
+
+__all__ = ["GradientSanitizer"]
+
+
+class GradientSanitizer:
+    """Clip + noise the per-row gradient into a generator; one ledger allowance of ``max_steps`` steps.
+
+    Usage::
+
+        san = GradientSanitizer(max_grad_norm=1.0, noise_multiplier=1.0, batch_size=64, n_shards=10, ...)
+        for shard in san.steps():            # charged to the ledger before each step
+            fake = generator(z)
+            san.attach(fake)                 # registers the sanitizing hook for this step
+            loss = -discriminators[shard](fake).mean()
+            loss.backward(); opt_g.step()
+    """
+
+    def __init__(
+        self,
+        *,
+        max_grad_norm: float,
+        noise_multiplier: float,
+        batch_size: int,
+        ledger: PrivacyLedger,
+        phase: str,
+        max_steps: int,
+        generator: torch.Generator,
+        n_shards: int = 1,
+    ):
+        if not (0 < max_grad_norm < math.inf):
+            raise InputError(f"max_grad_norm must be a finite number > 0. Found {max_grad_norm!r}.")
+        if not (0 < noise_multiplier < math.inf):
+            raise InputError(f"noise_multiplier must be a finite number > 0. Found {noise_multiplier!r}.")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InputError(f"batch_size must be an integer >= 1. Found {batch_size!r}.")
+        if isinstance(n_shards, bool) or not isinstance(n_shards, int) or n_shards < 1:
+            raise InputError(f"n_shards must be an integer >= 1. Found {n_shards!r}.")
+        self.max_grad_norm = float(max_grad_norm)
+        self.noise_multiplier = float(noise_multiplier)
+        self.batch_size = batch_size
+        self.n_shards = n_shards
+        self.generator = generator
+        self.max_steps = max_steps
+        self.ledger = ledger
+        if n_shards == 1:
+            warnings.warn(
+                "GradientSanitizer with one discriminator trained on all rows: no subsampling amplification "
+                "(q = 1); every step costs a full Gaussian mechanism of multiplier sigma/sqrt(B). "
+                "Use n_shards > 1 disjoint-shard discriminators for q = 1/n_shards.",
+                stacklevel=2,
+            )
+        self._allowance = ledger.allowance(
+            self.event(), phase=phase, mechanism="gradient-sanitizer", max_steps=max_steps,
+            max_grad_norm=self.max_grad_norm, noise_multiplier=self.noise_multiplier, batch_size=batch_size,
+            n_shards=n_shards, sensitivity_per_row=self.sensitivity_per_row,
+        )
+        self._pending = False
+        self._steps = 0
+
+    @property
+    def sensitivity_per_row(self) -> float:
+        """2C: a row's clipped gradient may move anywhere in the C-ball when its shard changes."""
+        return 2.0 * self.max_grad_norm
+
+    @property
+    def noise_std(self) -> float:
+        return self.noise_multiplier * self.sensitivity_per_row
+
+    @property
+    def effective_noise_multiplier(self) -> float:
+        """Noise std / L2 sensitivity of the whole (B, d) step: sigma / sqrt(B)."""
+        return self.noise_multiplier / math.sqrt(self.batch_size)
+
+    def event(self) -> dp_event.DpEvent:
+        gaussian = dp_event.GaussianDpEvent(self.effective_noise_multiplier)
+        if self.n_shards == 1:
+            return gaussian
+        return dp_event.SampledWithoutReplacementDpEvent(self.n_shards, 1, gaussian)
+
+    @staticmethod
+    def shard_assignment(n_rows: int, n_shards: int, generator: torch.Generator) -> torch.Tensor:
+        """Disjoint shards: row i belongs to shard ``out[i]`` (a random balanced partition fixed by the seed)."""
+        return torch.randperm(n_rows, generator=generator) % n_shards
+
+    @property
+    def steps_taken(self) -> int:
+        return self._steps
+
+    def steps(self) -> Iterator[int]:
+        """Yield the shard (discriminator) index of each step, charging the ledger before yielding."""
+        for _ in range(self.max_steps):
+            if not self._allowance.take():
+                return
+            self._pending = True
+            self._steps += 1
+            yield int(torch.randint(self.n_shards, (1,), generator=self.generator))
+
+    def sanitize(self, grad: torch.Tensor) -> torch.Tensor:
+        """Clip each row of ``grad`` to C and add N(0, (2 C sigma)^2); consumes the charged step."""
+        if not self._pending:
+            raise PrivacyError("sanitize() needs a step charged by steps(); none is pending. Found None.")
+        if grad.shape[0] > self.batch_size:
+            raise PrivacyError(
+                f"the sanitized tensor may have at most batch_size={self.batch_size} rows (the event assumes it). "
+                f"Found {grad.shape[0]}."
+            )
+        self._pending = False
+        rows = grad.reshape(grad.shape[0], -1)
+        clipped = rows * clip_factors(rows.norm(dim=1), self.max_grad_norm).unsqueeze(1)
+        noise = torch.normal(0.0, self.noise_std, size=clipped.shape, generator=self.generator)
+        return (clipped + noise).reshape(grad.shape).to(grad.dtype)
+
+    def attach(self, tensor: torch.Tensor) -> torch.utils.hooks.RemovableHandle:
+        """Register the sanitizing hook on ``tensor`` (call once per charged step, before backward)."""
+        if not tensor.requires_grad:
+            raise InputError("the tensor to sanitize must require grad (e.g. the generator output). Found False.")
+        return tensor.register_hook(self.sanitize)
