@@ -102,3 +102,30 @@ def test_calibration_meets_the_share():
     sigma = calibrate_metadata_sigma(16, 0.1, 5e-6)
     assert epsilon_of([(dp_event.GaussianDpEvent(sigma), 16)], 5e-6) <= 0.1
     assert epsilon_of([(dp_event.GaussianDpEvent(sigma * 0.99), 16)], 5e-6) > 0.1
+
+
+def test_bad_input_under_dp_discovery():
+    from dpsynth.errors import InputError
+
+    rng = np.random.default_rng(0)
+    n = 5000
+    with pytest.raises(InputError, match="too few values to bound"):
+        resolve_schema(pd.DataFrame({"a": np.full(n, np.nan), "b": rng.normal(size=n)}), None, ledger=_ledger(),
+                       share=0.1, rng=rng)
+    with pytest.raises(InputError, match="infinite"):
+        resolve_schema(pd.DataFrame({"a": np.r_[np.inf, rng.normal(size=n)]}), None, ledger=_ledger(), share=0.1,
+                       rng=rng)
+    ids = pd.DataFrame({"id": [f"u{i}" for i in range(n)], "x": rng.integers(0, 9, n)})
+    with pytest.warns(UserWarning, match="'id'.*excluded"):
+        schema, _ = resolve_schema(ids, None, ledger=_ledger(), share=0.1, rng=rng)
+    assert schema.excluded == ("id",)
+    const = pd.DataFrame({"c": np.full(n, 5), "k": ["z"] * n})
+    schema, _ = resolve_schema(const, None, ledger=_ledger(), share=0.5, rng=rng)
+    assert schema["c"].lower <= 5 <= schema["c"].upper and "z" in schema["k"].categories
+
+
+def test_delta_larger_than_one_over_n_is_warned(adult_small, adult_schema):
+    from dpsynth.models.marginals import MarginalsSynthesizer
+
+    with pytest.warns(UserWarning, match="larger than 1/n"):
+        MarginalsSynthesizer().fit(adult_small, epsilon=1.0, delta=1e-3, schema=adult_schema)
