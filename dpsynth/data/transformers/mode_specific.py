@@ -10,12 +10,16 @@ one, the mode of highest posterior density is used (seed 000 §4.2). Both choose
 ``|x - mu_k| <= 4 sigma_k`` when there is one, so ``alpha`` is not clipped and encoding is invertible for
 every in-bound value a mode covers.
 
-Fitting (DESIGN.md §1 rule 2 and 5): ``fit_hist`` draws points uniformly within the bins of a DP histogram
-in proportion to its noisy counts and fits scikit-learn's ``BayesianGaussianMixture`` on them — a function of
-the DP histogram only, i.e. post-processing; no private row is read. ``fit_values`` fits on (a subsample of)
-exact private values, as CTGAN does, and is used only in non-private mode. Points are rescaled to [0, 1]
-before fitting so the mixture's covariance regularisation is relative to the column's public range.
-Components with weight below 0.005 are dropped (as CTGAN does); ``sigma_k`` is floored at 1e-3 of the range.
+Fitting (DESIGN.md §1 rules 2 and 5): ``fit_hist`` fits the variational mixture (:func:`weighted_vgm`, the
+updates of scikit-learn's ``BayesianGaussianMixture`` with a Dirichlet-process prior, concentration 1e-3)
+directly on the bins of a DP histogram: each bin is a point at its centre, weighted by its noisy count and
+carrying the within-bin variance ``width^2 / 12``. Counts are rescaled to an effective sample size of 1,000
+(the prior's strength relative to the data, which keeps the number of modes small, as a subsample would).
+It is a function of the DP histogram only, i.e. post-processing; no private row is read. ``fit_values``
+fits scikit-learn's ``BayesianGaussianMixture`` on (a subsample of 20,000) exact private values, as CTGAN
+does, and is used only in non-private mode. Values are rescaled to [0, 1] by the public bounds before fitting
+so covariance regularisation is relative to the column's range. Components with weight below 0.005 are
+dropped (as CTGAN does); ``sigma_k`` is floored at 1e-3 of the range.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import numpy as np
 
 from dpsynth.data.transformers.scalers import ContinuousEncoder, draw_from_hist
 
-__all__ = ["ModeSpecificEncoder"]
+__all__ = ["ModeSpecificEncoder", "weighted_vgm"]
 
 
 class ModeSpecificEncoder(ContinuousEncoder):
@@ -35,7 +39,8 @@ class ModeSpecificEncoder(ContinuousEncoder):
 
     name = "mode_specific"
     weight_threshold = 0.005
-    hist_points = 5000
+    hist_points = 2000
+    effective_size = 1000.0
     max_exact_points = 20000
 
     def __init__(self, lo: float, hi: float, *, max_modes: int = 10) -> None:
@@ -57,9 +62,17 @@ class ModeSpecificEncoder(ContinuousEncoder):
         return self.weights.copy()
 
     def fit_hist(self, edges, counts, *, rng):
+        span = self.hi - self.lo
         if counts.sum() <= 0:
             counts = np.diff(edges)  # no surviving mass: uniform proxy over the bounds
-        self._fit_points(draw_from_hist(edges, counts, self.hist_points, rng), rng)
+        if span <= 0 or self.max_modes == 1:
+            self._fit_points(draw_from_hist(edges, counts, self.hist_points), rng)
+            return
+        z = (edges - self.lo) / span  # fit on [0, 1]: regularisation relative to the public range
+        centres, var = (z[:-1] + z[1:]) / 2.0, np.diff(z) ** 2 / 12.0
+        counts = counts * (self.effective_size / counts.sum())
+        weights, means, variances = weighted_vgm(centres, counts, var, n_components=self.max_modes)
+        self._set_modes(weights, means * span + self.lo, np.sqrt(variances) * span)
 
     def fit_values(self, x, *, rng):
         x = np.asarray(x, dtype=float)
@@ -90,15 +103,17 @@ class ModeSpecificEncoder(ContinuousEncoder):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             gmm.fit(z)
-        keep = gmm.weights_ > self.weight_threshold
+        self._set_modes(gmm.weights_, gmm.means_[:, 0] * span + self.lo, np.sqrt(gmm.covariances_.reshape(-1)) * span)
+
+    def _set_modes(self, weights: np.ndarray, means: np.ndarray, stds: np.ndarray) -> None:
+        """Keep components above the weight threshold, sorted by mean, with floored sigmas."""
+        keep = weights > self.weight_threshold
         if not keep.any():
-            keep = gmm.weights_ == gmm.weights_.max()
-        means = gmm.means_[keep, 0] * span + self.lo
-        stds = np.sqrt(gmm.covariances_.reshape(-1)[keep]) * span
-        order = np.argsort(means)
-        self.means = means[order]
-        self.stds = np.maximum(stds[order], self._sigma_floor())
-        w = gmm.weights_[keep][order]
+            keep = weights == weights.max()
+        order = np.argsort(means[keep])
+        self.means = means[keep][order]
+        self.stds = np.maximum(stds[keep][order], self._sigma_floor())
+        w = weights[keep][order]
         self.weights = w / w.sum()
 
     # ------------------------------------------------------------------ encode / decode
@@ -138,3 +153,63 @@ class ModeSpecificEncoder(ContinuousEncoder):
         self.means = np.asarray(state["means"], dtype=float)
         self.stds = np.asarray(state["stds"], dtype=float)
         self.weights = np.asarray(state["weights"], dtype=float)
+
+
+def weighted_vgm(
+    x: np.ndarray,
+    counts: np.ndarray,
+    within_var: np.ndarray,
+    *,
+    n_components: int,
+    concentration: float = 1e-3,
+    reg_covar: float = 1e-6,
+    max_iter: int = 200,
+    tol: float = 1e-8,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Variational Bayesian 1-D Gaussian mixture with a Dirichlet-process (stick-breaking) prior, fitted on
+    weighted points: ``counts[i]`` observations spread over a bin with centre ``x[i]`` and variance
+    ``within_var[i]`` (``width^2 / 12`` for a uniform bin). Returns ``(weights, means, variances)``.
+
+    The updates are those of scikit-learn's ``BayesianGaussianMixture`` (Bishop 2006 §10.2; Blei & Jordan
+    2006 for the stick-breaking weights) with its default priors (mean prior = data mean, mean precision 1,
+    one degree of freedom, covariance prior = data variance), each point's sufficient statistics weighted by
+    its count and its second moment including the within-bin variance. Deterministic: components start from
+    equal-mass quantile groups of the histogram.
+    """
+    from scipy.special import digamma
+
+    w = np.clip(np.asarray(counts, dtype=float), 0.0, None)
+    total = w.sum()
+    k = max(1, min(int(n_components), int(np.count_nonzero(w))))
+    m0 = float(w @ x / total)
+    c0 = float(w @ ((x - m0) ** 2 + within_var) / total) + reg_covar
+    cdf = (np.cumsum(w) - w / 2.0) / total
+    resp = np.zeros((len(x), k))
+    resp[np.arange(len(x)), np.minimum((cdf * k).astype(np.intp), k - 1)] = 1.0
+    previous = None
+    for _ in range(max_iter):
+        wr = w[:, None] * resp
+        nk = wr.sum(axis=0) + 10 * np.finfo(float).eps
+        xk = (wr * x[:, None]).sum(axis=0) / nk
+        sk = (wr * ((x[:, None] - xk) ** 2 + within_var[:, None])).sum(axis=0) / nk + reg_covar
+        a = 1.0 + nk
+        b = concentration + np.concatenate([np.cumsum(nk[::-1])[-2::-1], [0.0]])
+        beta = 1.0 + nk
+        m = (m0 + nk * xk) / beta
+        nu = 1.0 + nk
+        c = c0 + nk * sk + nk / beta * (xk - m0) ** 2
+        state = np.concatenate([nk / total, m])
+        if previous is not None and np.max(np.abs(state - previous)) < tol:
+            break
+        previous = state
+        dab = digamma(a + b)
+        e_log_pi = digamma(a) - dab + np.concatenate([[0.0], np.cumsum(digamma(b) - dab)[:-1]])
+        e_log_lambda = digamma(nu / 2.0) + np.log(2.0) - np.log(c)
+        quad = 1.0 / beta + nu * ((x[:, None] - m) ** 2 + within_var[:, None]) / c
+        log_rho = e_log_pi + 0.5 * e_log_lambda - 0.5 * np.log(2.0 * np.pi) - 0.5 * quad
+        log_rho -= log_rho.max(axis=1, keepdims=True)
+        resp = np.exp(log_rho)
+        resp /= resp.sum(axis=1, keepdims=True)
+    stick = a / (a + b)
+    weights = stick * np.concatenate([[1.0], np.cumprod(1.0 - stick)[:-1]])
+    return weights / weights.sum(), m, c / nu
