@@ -8,6 +8,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
@@ -295,6 +297,52 @@ def test_mode_specific_recovers_both_modes_from_dp_histogram():
         assert abs(enc.weights[near].sum() - weight) < 0.06, (centre, enc.weights[near].sum())
     main = np.argmax(np.where(np.abs(enc.means - 20) < 6, enc.weights, 0))
     assert abs(enc.means[main] - 20.0) < 1.5 and 1.0 < enc.stds[main] < 4.0
+
+
+def test_mode_specific_covers_whole_public_range():
+    """Modes fitted on mass in [0, 10] still encode 999 invertibly (a background mode covers the gap)."""
+    col = Column("v", "continuous", lower=0.0, upper=1000.0)
+    edges = np.linspace(0, 1000, 101)
+    counts = np.zeros(100)
+    counts[0] = 500.0
+    t = NumericTransformer(col).fit(NumericHistogram(edges, counts), rng=np.random.default_rng(0))
+    values = pd.Series([0.5, 5.0, 9.9, 300.0, 500.0, 999.0, 1000.0])
+    out = np.zeros((len(values), t.output_dim), dtype=np.float32)
+    t.transform_into(values, out, rng=np.random.default_rng(1))
+    assert np.all(np.abs(out[:, 0]) <= 1.0)
+    back = t.inverse_transform(out, softmax="argmax", rng=None)
+    assert np.allclose(back, values, atol=1e-3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    method=st.sampled_from(NUMERIC_METHODS),
+    lower=st.floats(-1e4, 1e4),
+    width=st.floats(1e-2, 1e5),
+    seed=st.integers(0, 2**16),
+)
+def test_numeric_round_trip_property(method, lower, width, seed):
+    """Any in-bound value survives transform -> inverse_transform (float32 output) within 1e-4 of the range,
+    for a histogram with random noisy counts."""
+    rng = np.random.default_rng(seed)
+    col = Column("v", "continuous", lower=lower, upper=lower + width)
+    edges = np.linspace(col.lower, col.upper, 33)
+    hist = NumericHistogram(edges, np.clip(rng.normal(20, 30, 32), 0, None))
+    t = NumericTransformer(col, method=method).fit(hist, rng=rng)
+    values = pd.Series(rng.uniform(col.lower, col.upper, 200))
+    out = np.zeros((200, t.output_dim), dtype=np.float32)
+    t.transform_into(values, out, rng=rng)
+    back = t.inverse_transform(out, softmax="argmax", rng=None).to_numpy()
+    tol = (2e-3 if method == "quantile" else 1e-4) * width + 1e-6 * abs(lower)
+    assert np.all(np.abs(back - values.to_numpy()) <= tol)
+
+
+def test_transform_accepts_conformed_frames(adult, adult_ms):
+    from dpsynth.data.frame import conform
+
+    train, schema, _ = adult
+    head = train.head(3000)
+    assert np.array_equal(adult_ms.transform(conform(head, schema)), adult_ms.transform(head))
 
 
 def test_fit_is_a_function_of_metadata_only():

@@ -7,8 +7,9 @@ and ``alpha = (x - mu_k) / (4 sigma_k)`` clipped to [-1, 1] (eq. 7); decoding is
 
 Choosing the mode: with an ``rng``, ``k`` is drawn from the posterior ``p(k | x)`` as CTGAN does; without
 one, the mode of highest posterior density is used (seed 000 §4.2). Both choose only among modes with
-``|x - mu_k| <= 4 sigma_k`` when there is one, so ``alpha`` is not clipped and encoding is invertible for
-every in-bound value a mode covers.
+``|x - mu_k| <= 4 sigma_k``, so ``alpha`` is never clipped; when the fitted modes leave part of the public
+range uncovered, a broad background mode (mean at the centre of the range, sigma = range / 8, weight 0.005)
+is added at fit time, so encoding is invertible (up to float32 precision) for every in-bound value.
 
 Fitting (DESIGN.md §1 rules 2 and 5): ``fit_hist`` fits the variational mixture (:func:`weighted_vgm`, the
 updates of scikit-learn's ``BayesianGaussianMixture`` with a Dirichlet-process prior, concentration 1e-3)
@@ -115,6 +116,23 @@ class ModeSpecificEncoder(ContinuousEncoder):
         self.stds = np.maximum(stds[keep][order], self._sigma_floor())
         w = weights[keep][order]
         self.weights = w / w.sum()
+        if self.hi > self.lo and not self._covers_range():
+            # a broad background mode so that every in-bound value has a mode within 4 sigma (invertibility)
+            self.means = np.append(self.means, (self.lo + self.hi) / 2.0)
+            self.stds = np.append(self.stds, (self.hi - self.lo) / 8.0)
+            self.weights = np.append(self.weights, self.weight_threshold)
+            self.weights /= self.weights.sum()
+
+    def _covers_range(self) -> bool:
+        """True when the union of ``[mu_k - 4 sigma_k, mu_k + 4 sigma_k]`` contains ``[lo, hi]``."""
+        starts, ends = self.means - 4.0 * self.stds, self.means + 4.0 * self.stds
+        order = np.argsort(starts)
+        reach = self.lo
+        for start, end in zip(starts[order], ends[order]):
+            if start > reach:
+                return False
+            reach = max(reach, end)
+        return reach >= self.hi
 
     # ------------------------------------------------------------------ encode / decode
     def log_posterior(self, x: np.ndarray) -> np.ndarray:
