@@ -435,3 +435,14 @@ def test_condition_sampler_follows_dp_frequencies():
 def test_condition_sampler_without_metadata_is_uniform():
     tt = TableTransformer(Schema((Column("c", "categorical", categories=("a", "b")),))).fit(None, rng=0)
     assert np.allclose(ConditionSampler(tt).probabilities()[0], [0.5, 0.5])
+
+
+@pytest.mark.parametrize("softmax", ["argmax", "probs", "logits"])
+def test_zero_rows_keep_columns_and_dtypes(softmax):
+    schema = small_schema()
+    tt = TableTransformer(schema, numeric="minmax").fit(None, rng=0)
+    assert tt.transform(small_frame(5).iloc[:0]).shape == (0, tt.output_dim)
+    empty = tt.inverse_transform(np.zeros((0, tt.output_dim)), softmax=softmax, rng=0)
+    full = tt.inverse_transform(tt.transform(small_frame(50)))
+    assert list(empty.columns) == schema.names and len(empty) == 0
+    assert dict(empty.dtypes) == dict(full.dtypes)
