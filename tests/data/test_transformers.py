@@ -446,3 +446,25 @@ def test_zero_rows_keep_columns_and_dtypes(softmax):
     full = tt.inverse_transform(tt.transform(small_frame(50)))
     assert list(empty.columns) == schema.names and len(empty) == 0
     assert dict(empty.dtypes) == dict(full.dtypes)
+
+
+def test_condition_sampler_modes_and_original_frequencies():
+    schema = Schema((
+        Column("c", "categorical", categories=("a", "b")),
+        Column("m", "mixed", lower=0.0, upper=100.0, special_values=(0.0,)),
+    ))
+    edges = np.linspace(0, 100, 11)
+    meta = DPMetadata(1000.0, {
+        "c": CategoricalHistogram(("a", "b"), np.array([900.0, 100.0])),
+        "m": NumericHistogram(edges, np.full(10, 30.0), {0.0: 700.0}),
+    })
+    tt = TableTransformer(schema).fit(meta, rng=0)
+    cs = ConditionSampler(tt, include_modes=True)
+    assert [s.role for s in cs.spans] == ["category", "mode"]
+    mode_counts = tt.slot_counts()[2]
+    assert mode_counts[-1] == 700.0 and np.isclose(mode_counts[:-1].sum(), 300.0)  # special slot last
+    batch = cs.sample_original(40000, rng=1)
+    first = batch.span == 0
+    assert abs(batch.slot[first].mean() - 0.1) < 0.01  # 'b' drawn with its DP frequency
+    second = batch.span == 1
+    assert abs((batch.slot[second] == tt.output_info[2].width - 1).mean() - 0.7) < 0.015

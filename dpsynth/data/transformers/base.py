@@ -95,13 +95,6 @@ def one_hot_into(out: np.ndarray, index: np.ndarray) -> None:
     out[np.arange(len(index)), index] = 1.0
 
 
-def normalise_counts(counts: np.ndarray) -> np.ndarray:
-    """Noisy counts -> probabilities (negatives and non-finite values count as 0; all-zero -> uniform)."""
-    c = np.where(np.isfinite(counts), np.clip(counts, 0.0, None), 0.0).astype(float)
-    total = c.sum()
-    return c / total if total > 0 else np.full(len(c), 1.0 / max(len(c), 1))
-
-
 def restore_dtype(values: np.ndarray, missing: np.ndarray, column: Column, natural: str) -> pd.Series:
     """A Series of ``values`` with ``missing`` rows set to NaN, in the column's declared dtype.
 

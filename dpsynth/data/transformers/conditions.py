@@ -49,8 +49,8 @@ class ConditionSampler:
         widths = np.array([s.width for s in self.spans], dtype=np.intp)
         self.offsets = np.concatenate([[0], np.cumsum(widths)]).astype(np.intp)
         self.cond_dim = int(self.offsets[-1])
-        self._cdf = np.zeros((len(self.spans), int(widths.max()) if len(widths) else 0))
-        self._set_cdf(self.log_frequency)
+        width = int(widths.max()) if len(widths) else 0
+        self._cdf = {use_log: self._build_cdf(use_log, width) for use_log in (True, False)}
 
     @property
     def n_spans(self) -> int:
@@ -66,19 +66,23 @@ class ConditionSampler:
             out.append(w / w.sum() if w.sum() > 0 else np.full(len(w), 1.0 / len(w)))
         return out
 
-    def _set_cdf(self, use_log: bool) -> None:
-        self._cdf[:] = 1.0
+    def _build_cdf(self, use_log: bool, width: int) -> np.ndarray:
+        cdf = np.ones((len(self.spans), width))
         for i, p in enumerate(self.probabilities(log_frequency=use_log)):
-            self._cdf[i, : len(p)] = np.cumsum(p)
+            cdf[i, : len(p)] = np.cumsum(p)
+        return cdf
 
-    def sample(self, n: int, *, rng: np.random.Generator | int | None = None) -> ConditionBatch:
-        """``n`` conditions: span uniform, slot by (log-)frequency. Vectorised."""
+    def sample(
+        self, n: int, *, rng: np.random.Generator | int | None = None, log_frequency: bool | None = None
+    ) -> ConditionBatch:
+        """``n`` conditions: span uniform, slot by (log-)frequency (default: the sampler's ``log_frequency``)."""
         if self.n_spans == 0:
             raise InputError("No discrete span to condition on: the schema has no categorical column.")
         rng = as_rng(rng)
         span = rng.integers(self.n_spans, size=n)
         u = rng.random(n)[:, None]
-        slot = (self._cdf[span] < u).sum(axis=1)
+        use_log = self.log_frequency if log_frequency is None else bool(log_frequency)
+        slot = (self._cdf[use_log][span] < u).sum(axis=1)
         widths = np.array([s.width for s in self.spans])[span]
         slot = np.minimum(slot, widths - 1)
         vectors = np.zeros((n, self.cond_dim), dtype=np.float32)
@@ -89,10 +93,5 @@ class ConditionSampler:
         return ConditionBatch(vectors, mask, span, slot, starts + slot)
 
     def sample_original(self, n: int, *, rng: np.random.Generator | int | None = None) -> ConditionBatch:
-        """As :meth:`sample` but slots drawn with the plain DP frequencies (CTGAN's generation-time rule)."""
-        saved = self._cdf.copy()
-        try:
-            self._set_cdf(False)
-            return self.sample(n, rng=rng)
-        finally:
-            self._cdf = saved
+        """As :meth:`sample` with the plain DP frequencies (CTGAN's rule at generation time)."""
+        return self.sample(n, rng=rng, log_frequency=False)

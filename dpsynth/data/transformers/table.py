@@ -30,7 +30,7 @@ import pandas as pd
 
 from dpsynth.data.metadata import DPMetadata
 from dpsynth.data.schema import Schema
-from dpsynth.data.transformers.base import ColumnTransformer, Span, as_rng
+from dpsynth.data.transformers.base import SOFTMAX_MODES, ColumnTransformer, Span, as_rng
 from dpsynth.data.transformers.categorical import CATEGORICAL_METHODS, CategoricalTransformer
 from dpsynth.data.transformers.numeric import NUMERIC_METHODS, NumericTransformer
 from dpsynth.errors import InputError, NotFittedError, PrivacyError, SchemaError
@@ -190,6 +190,8 @@ class TableTransformer:
         ``"probs"`` (sample a slot in proportion to non-negative values) or ``"logits"`` (sample from
         ``softmax(values)``) using ``rng``. Non-finite inputs are read as 0. Values are clipped to the bounds."""
         self._check_fitted()
+        if softmax not in SOFTMAX_MODES:
+            raise InputError(f"softmax must be one of {SOFTMAX_MODES}. Found {softmax!r}.")
         if hasattr(data, "detach"):
             data = data.detach().cpu().numpy()
         arr = np.asarray(data, dtype=np.float64)
