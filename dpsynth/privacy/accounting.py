@@ -34,6 +34,21 @@ _RDP_ORDERS = (
     [1 + x / 20.0 for x in range(1, 100)] + [6 + x / 4.0 for x in range(0, 57)] + [21.0 + x for x in range(0, 44)]
     + [64.0, 80.0, 96.0, 128.0, 192.0, 256.0, 512.0, 1024.0]
 )
+# Issue 3: also include Opacus' default orders, so the RDP bound is never looser than Opacus' (reference table case D
+# was 1.3e-3 above it with the grid above alone; more orders can only tighten a min over orders).
+_RDP_ORDERS = sorted(set(_RDP_ORDERS) | {1 + x / 10.0 for x in range(1, 100)} | {float(x) for x in range(12, 64)})
+
+# PLD discretisation (issue 3): the pessimistic error grows with the number of compositions; reference case C
+# (225,000 steps) is 3e-3 above the exact value at 1e-4 and within 5e-4 at 3e-5.
+_PLD_INTERVAL, _PLD_FINE_INTERVAL, _PLD_FINE_ABOVE = 1e-4, 3e-5, 50_000
+
+
+def _n_compositions(event: dp_event.DpEvent) -> int:
+    if isinstance(event, dp_event.SelfComposedDpEvent):
+        return event.count * _n_compositions(event.event)
+    if isinstance(event, dp_event.ComposedDpEvent):
+        return sum(_n_compositions(e) for e in event.events)
+    return 1
 
 
 def compose(events: Sequence[tuple[dp_event.DpEvent, int]]) -> dp_event.DpEvent:
@@ -62,7 +77,10 @@ def _is_non_private(event: dp_event.DpEvent) -> bool:
 
 
 def _pld_epsilon(event: dp_event.DpEvent, delta: float) -> float:
-    accountant = pld_privacy_accountant.PLDAccountant()
+    fine = _n_compositions(event) > _PLD_FINE_ABOVE
+    accountant = pld_privacy_accountant.PLDAccountant(
+        value_discretization_interval=_PLD_FINE_INTERVAL if fine else _PLD_INTERVAL
+    )
     if not accountant.supports(event):
         return math.inf
     accountant.compose(event)
