@@ -1,0 +1,251 @@
+"""DP-auto-GAN (seed 003): a DP autoencoder, then a WGAN in its latent space with a DP-SGD critic.
+
+Algorithm (seed 003 Alg. 2-5, with the privacy fixes of DESIGN.md §1):
+
+1. **Autoencoder phase** (``phase="autoencoder"``): encoder and decoder are trained *together* with DP-SGD
+   (per-example clipping of the joint gradient, Gaussian noise on all of it, Poisson sampling at
+   ``q = ae_batch_size / n``), on a per-span reconstruction loss (cross-entropy for categories, squared
+   error for scaled numbers). The seed's public code updates the encoder with plain, unclipped, noiseless
+   gradients while the decoder is DP; that leaks (the encoder weights are released into the decoder's
+   inputs during phase 2 and are a non-DP function of the rows). With ``encoder="frozen"`` the encoder stays
+   at its random (data-independent) initialisation and only the decoder is trained with DP-SGD: a valid but
+   weaker alternative, kept for comparison.
+2. **GAN phase** (``phase="gan"``): the decoder is frozen. A generator maps noise to latent codes; the
+   decoder (plus Gumbel-softmax on categorical spans) maps them to encoded rows; a critic scores rows. The
+   critic is trained with DP-SGD: its real-data term (and, for ``critic_loss="wgan-gp"``, the gradient
+   penalty on the interpolate between that real row and a generated row) is clipped per example; the
+   generated-data term does not depend on private rows and is added unclipped (``public_loss``). The
+   generator's update only uses the critic's gradient on generated rows, so it is post-processing of the
+   DP critic (and of the DP decoder).
+
+Privacy guarantees:
+- Every access to private rows is a DP-SGD step recorded in ``ledger_`` (phases ``"autoencoder"`` and
+  ``"gan"``), composed with the metadata phase by the ledger's PLD/RDP accountant (seed 003 Lemma 4: RDP /
+  PLD composition, never adding per-phase epsilons). Noise is calibrated so that the *final* composed
+  epsilon is at most the target: the autoencoder against an intermediate target
+  ``spent + ae_budget_share * (target - spent)`` given what the ledger already holds, the GAN phase against
+  the full target given the autoencoder entries. Training stops before the target would be exceeded.
+- Sampling rates use the DP row count ``metadata_.n_rows``, never ``len(frame)``.
+- Encoding bounds and categories come from the public schema or DP metadata (never min/max of the rows,
+  which seed 003 App. E uses).
+- The saved file holds the generator, the decoder, the transformer state (public/DP), and the ledger.
+- ``epsilon=inf``: no clipping and no noise (the paper's non-private upper reference); ledger epsilon inf.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from dpsynth.errors import InputError
+from dpsynth.models import register
+from dpsynth.models._auto_gan_train import train_autoencoder, train_gan
+from dpsynth.models.base import Synthesizer
+from dpsynth.models.networks.autoencoder import Decoder, Encoder, activate
+from dpsynth.models.networks.gan import Critic, LatentGenerator
+
+__all__ = ["DPAutoGAN"]
+
+_SAMPLE_CHUNK = 131_072
+
+
+@register
+class DPAutoGAN(Synthesizer):
+    """DP-auto-GAN with honest accounting. All arguments are keyword-only hyper-parameters.
+
+    Architecture: ``ae_hidden`` / ``latent_dim`` (encoder; the decoder mirrors it), ``noise_dim`` /
+    ``generator_hidden`` (residual generator), ``critic_hidden``. Autoencoder phase: ``ae_steps`` DP-SGD
+    steps of expected size ``ae_batch_size``, Adam(``ae_lr``), clipping norm ``ae_max_grad_norm``, budget
+    share ``ae_budget_share``; ``encoder`` is ``"dp"`` (trained with DP-SGD with the decoder, default) or
+    ``"frozen"`` (random init). GAN phase: ``critic_steps`` DP-SGD critic steps of expected size
+    ``gan_batch_size``, ``critic_iters`` critic steps per generator step, RMSprop learning rates
+    ``critic_lr`` / ``generator_lr``, clipping norm ``critic_max_grad_norm``, ``critic_loss`` in
+    ``"wgan-gp"``, ``"wgan"``, ``"bce"`` (``gp_weight`` for the penalty), Gumbel-softmax temperature
+    ``gumbel_tau`` for decoded categories. ``numeric`` is the transformer's numeric encoding;
+    ``categorical_sampling`` (``"argmax"`` or ``"sample"``) decodes categories at sampling time.
+    """
+
+    name = "dp-auto-gan"
+    fast_params = {"ae_steps": 30, "ae_batch_size": 32, "critic_steps": 30, "gan_batch_size": 32, "critic_iters": 3,
+                   "ae_hidden": (32,), "latent_dim": 8, "noise_dim": 16, "generator_hidden": (16,),
+                   "critic_hidden": (32,)}
+
+    def __init__(
+        self,
+        *,
+        numeric: str = "minmax",
+        latent_dim: int = 16,
+        ae_hidden: tuple[int, ...] = (64,),
+        noise_dim: int = 64,
+        generator_hidden: tuple[int, ...] = (64, 64),
+        critic_hidden: tuple[int, ...] = (70, 35),
+        encoder: str = "dp",
+        ae_steps: int = 4000,
+        ae_batch_size: int = 64,
+        ae_lr: float = 0.005,
+        ae_max_grad_norm: float = 1.0,
+        ae_budget_share: float = 0.5,
+        critic_steps: int = 6000,
+        gan_batch_size: int = 128,
+        critic_iters: int = 5,
+        critic_lr: float = 0.002,
+        generator_lr: float = 0.002,
+        critic_max_grad_norm: float = 1.0,
+        critic_loss: str = "wgan-gp",
+        gp_weight: float = 10.0,
+        gumbel_tau: float = 0.2,
+        categorical_sampling: str = "argmax",
+    ):
+        self.numeric = numeric
+        self.latent_dim = latent_dim
+        self.ae_hidden = tuple(ae_hidden)
+        self.noise_dim = noise_dim
+        self.generator_hidden = tuple(generator_hidden)
+        self.critic_hidden = tuple(critic_hidden)
+        self.encoder = encoder
+        self.ae_steps = ae_steps
+        self.ae_batch_size = ae_batch_size
+        self.ae_lr = ae_lr
+        self.ae_max_grad_norm = ae_max_grad_norm
+        self.ae_budget_share = ae_budget_share
+        self.critic_steps = critic_steps
+        self.gan_batch_size = gan_batch_size
+        self.critic_iters = critic_iters
+        self.critic_lr = critic_lr
+        self.generator_lr = generator_lr
+        self.critic_max_grad_norm = critic_max_grad_norm
+        self.critic_loss = critic_loss
+        self.gp_weight = gp_weight
+        self.gumbel_tau = gumbel_tau
+        self.categorical_sampling = categorical_sampling
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self) -> None:
+        if self.encoder not in ("dp", "frozen"):
+            raise InputError(f"encoder must be 'dp' or 'frozen'. Found {self.encoder!r}.")
+        if self.critic_loss not in ("wgan-gp", "wgan", "bce"):
+            raise InputError(f"critic_loss must be 'wgan-gp', 'wgan' or 'bce'. Found {self.critic_loss!r}.")
+        if self.categorical_sampling not in ("argmax", "sample"):
+            raise InputError(f"categorical_sampling must be 'argmax' or 'sample'. Found {self.categorical_sampling!r}.")
+        if not 0.0 < self.ae_budget_share < 1.0:
+            raise InputError(f"ae_budget_share must be in (0, 1). Found {self.ae_budget_share}.")
+        for name in ("latent_dim", "noise_dim", "ae_steps", "ae_batch_size", "critic_steps", "gan_batch_size",
+                     "critic_iters"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise InputError(f"{name} must be a positive integer. Found {value!r}.")
+        for name in ("ae_lr", "critic_lr", "generator_lr", "ae_max_grad_norm", "critic_max_grad_norm", "gumbel_tau"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise InputError(f"{name} must be a positive number. Found {value!r}.")
+
+    # ------------------------------------------------------------------ networks
+    def _build(self, data_dim: int) -> None:
+        self.encoder_net_ = Encoder(data_dim, self.ae_hidden, self.latent_dim)
+        self.decoder_ = Decoder(self.latent_dim, self.ae_hidden, data_dim)
+        self.generator_ = LatentGenerator(self.noise_dim, self.generator_hidden, self.latent_dim)
+        self.critic_ = Critic(data_dim, self.critic_hidden)
+
+    def _spans(self) -> list[tuple[int, int, str]]:
+        return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]
+
+    # ------------------------------------------------------------------ fit
+    def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
+        from dpsynth.data.transformers import TableTransformer
+
+        self._check_params()
+        t0 = time.perf_counter()
+        ledger = self.ledger_
+        transformer = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot")
+        if ledger.non_private:
+            transformer.fit_exact(frame, non_private=True, rng=rng)
+        else:
+            transformer.fit(self.metadata_, rng=rng)
+        self.transformer_ = transformer
+        x = torch.as_tensor(np.ascontiguousarray(transformer.transform(frame, rng=rng)), dtype=torch.float32)
+        spans = self._spans()
+        seed = int(rng.integers(2**62))
+        gen = torch.Generator().manual_seed(seed)
+        with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
+            torch.manual_seed(seed + 1)
+            self._build(x.shape[1])
+        n_rows = float(self.metadata_.n_rows)
+        if not ledger.non_private and n_rows < 2 * max(self.ae_batch_size, self.gan_batch_size):
+            raise InputError(
+                f"dp-auto-gan needs a DP row count of at least twice the batch size. Found {n_rows:.0f} rows."
+            )
+        info: dict[str, Any] = {"encoder": self.encoder, "n_rows_dp": n_rows}
+        info["autoencoder"] = train_autoencoder(
+            self.encoder_net_, self.decoder_, x, spans, params=self.get_params(), ledger=ledger,
+            n_rows=n_rows, generator=gen, progress=progress,
+        )
+        info["gan"] = train_gan(
+            self.generator_, self.decoder_, self.critic_, x, spans, params=self.get_params(), ledger=ledger,
+            n_rows=n_rows, generator=gen, progress=progress,
+        )
+        info["fit_seconds"] = time.perf_counter() - t0
+        self.training_ = info
+        self.critic_ = None  # DP too, but not needed for sampling: not kept, not saved
+        self.encoder_net_ = None
+
+    # ------------------------------------------------------------------ sample
+    @torch.no_grad()
+    def _decode_rows(self, z: torch.Tensor, gen: torch.Generator) -> np.ndarray:
+        raw = self.decoder_(self.generator_(z))
+        spans = self._spans()
+        if self.categorical_sampling == "argmax":
+            out = activate(raw, spans)
+            for start, end, act in spans:
+                if act == "softmax":
+                    block = out[:, start:end]
+                    out[:, start:end] = nn.functional.one_hot(block.argmax(1), end - start).to(out.dtype)
+        else:
+            out = activate(raw, spans)
+            for start, end, act in spans:
+                if act == "softmax":
+                    pick = torch.multinomial(out[:, start:end], 1, generator=gen).squeeze(1)
+                    out[:, start:end] = nn.functional.one_hot(pick, end - start).to(out.dtype)
+        return out.numpy()
+
+    def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
+        gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+        self.generator_.eval()
+        self.decoder_.eval()
+        parts = []
+        for start in range(0, n, _SAMPLE_CHUNK):
+            m = min(_SAMPLE_CHUNK, n - start)
+            z = torch.randn(m, self.noise_dim, generator=gen)
+            parts.append(self._decode_rows(z, gen))
+        arr = np.concatenate(parts) if parts else np.zeros((0, self.decoder_.net[-1].out_features), np.float32)
+        return self.transformer_.inverse_transform(arr, rng=rng)
+
+    # ------------------------------------------------------------------ persistence
+    def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        tensors = {f"generator.{k}": v for k, v in self.generator_.state_dict().items()}
+        tensors.update({f"decoder.{k}": v for k, v in self.decoder_.state_dict().items()})
+        state = {
+            "transformer": self.transformer_.to_dict(),
+            "data_dim": int(self.decoder_.net[-1].out_features),
+            "training": self.training_,
+        }
+        return tensors, state
+
+    def _set_state(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
+        from dpsynth.data.transformers import TableTransformer
+
+        self.transformer_ = TableTransformer.from_dict(state["transformer"])
+        data_dim = int(state["data_dim"])
+        self.decoder_ = Decoder(self.latent_dim, self.ae_hidden, data_dim)
+        self.generator_ = LatentGenerator(self.noise_dim, self.generator_hidden, self.latent_dim)
+        for prefix, module in (("generator.", self.generator_), ("decoder.", self.decoder_)):
+            sub = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+            module.load_state_dict(sub, strict=True)
+        self.training_ = state.get("training", {})
+        self.critic_ = None
+        self.encoder_net_ = None
