@@ -468,3 +468,21 @@ def test_condition_sampler_modes_and_original_frequencies():
     assert abs(batch.slot[first].mean() - 0.1) < 0.01  # 'b' drawn with its DP frequency
     second = batch.span == 1
     assert abs((batch.slot[second] == tt.output_info[2].width - 1).mean() - 0.7) < 0.015
+
+
+def test_mode_is_drawn_from_posterior_with_rng_and_argmax_without():
+    from dpsynth.data.transformers import ModeSpecificEncoder
+
+    enc = ModeSpecificEncoder(-5.0, 5.0)
+    enc.set_state({"means": [0.0, 1.0], "stds": [0.5, 1.0], "weights": [0.3, 0.7]})
+    x = np.full(40000, 0.6)
+    dens = np.array([0.3 / 0.5 * np.exp(-0.5 * (0.6 / 0.5) ** 2), 0.7 / 1.0 * np.exp(-0.5 * 0.4**2)])
+    posterior = dens / dens.sum()
+    _, modes = enc.encode(x, rng=np.random.default_rng(0))
+    share = np.bincount(modes, minlength=2) / len(x)
+    assert np.allclose(share, posterior, atol=0.01)  # 4 standard errors at n = 40,000
+    _, argmax = enc.encode(x, rng=None)
+    assert np.all(argmax == np.argmax(posterior))
+    # a value 4 sigma outside mode 0 may only use mode 1, whatever the posterior says
+    _, far = enc.encode(np.full(1000, 3.5), rng=np.random.default_rng(1))
+    assert np.all(far == 1)

@@ -17,20 +17,19 @@ directly on the bins of a DP histogram: each bin is a point at its centre, weigh
 carrying the within-bin variance ``width^2 / 12``. Counts are rescaled to an effective sample size of 1,000
 (the prior's strength relative to the data, which keeps the number of modes small, as a subsample would).
 It is a function of the DP histogram only, i.e. post-processing; no private row is read. ``fit_values``
-fits scikit-learn's ``BayesianGaussianMixture`` on (a subsample of 20,000) exact private values, as CTGAN
-does, and is used only in non-private mode. Values are rescaled to [0, 1] by the public bounds before fitting
-so covariance regularisation is relative to the column's range. Components with weight below 0.005 are
+(non-private mode only) runs the same fit on an exact 512-bin histogram of the values, so the non-private
+reference differs from the DP fit only by the noise. Bins are rescaled to [0, 1] by the public bounds before
+fitting so covariance regularisation is relative to the column's range. Components with weight below 0.005 are
 dropped (as CTGAN does); ``sigma_k`` is floored at 1e-3 of the range.
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 
-from dpsynth.data.transformers.scalers import ContinuousEncoder, draw_from_hist
+from dpsynth.data.transformers.scalers import ContinuousEncoder
 
 __all__ = ["ModeSpecificEncoder", "weighted_vgm"]
 
@@ -40,9 +39,8 @@ class ModeSpecificEncoder(ContinuousEncoder):
 
     name = "mode_specific"
     weight_threshold = 0.005
-    hist_points = 2000
     effective_size = 1000.0
-    max_exact_points = 20000
+    exact_bins = 512
 
     def __init__(self, lo: float, hi: float, *, max_modes: int = 10) -> None:
         super().__init__(lo, hi)
@@ -64,47 +62,26 @@ class ModeSpecificEncoder(ContinuousEncoder):
 
     def fit_hist(self, edges, counts, *, rng):
         span = self.hi - self.lo
-        if counts.sum() <= 0:
-            counts = np.diff(edges)  # no surviving mass: uniform proxy over the bounds
-        if span <= 0 or self.max_modes == 1:
-            self._fit_points(draw_from_hist(edges, counts, self.hist_points), rng)
-            return
-        z = (edges - self.lo) / span  # fit on [0, 1]: regularisation relative to the public range
+        if counts.sum() <= 0:  # no surviving mass: uniform proxy over the bounds
+            counts = np.diff(edges) if span > 0 else np.ones(len(counts))
+        z = (edges - self.lo) / span if span > 0 else np.zeros_like(edges)  # [0, 1]: regularise relative to range
         centres, var = (z[:-1] + z[1:]) / 2.0, np.diff(z) ** 2 / 12.0
         counts = counts * (self.effective_size / counts.sum())
-        weights, means, variances = weighted_vgm(centres, counts, var, n_components=self.max_modes)
+        if span <= 0 or self.max_modes == 1:
+            mean = float(counts @ centres / counts.sum())
+            weights, means = np.ones(1), np.array([mean])
+            variances = np.array([float(counts @ ((centres - mean) ** 2 + var) / counts.sum())])
+        else:
+            weights, means, variances = weighted_vgm(centres, counts, var, n_components=self.max_modes)
         self._set_modes(weights, means * span + self.lo, np.sqrt(variances) * span)
 
     def fit_values(self, x, *, rng):
-        x = np.asarray(x, dtype=float)
-        if len(x) > self.max_exact_points:
-            x = rng.choice(x, self.max_exact_points, replace=False)
-        self._fit_points(x, rng)
-
-    def _fit_points(self, x: np.ndarray, rng: np.random.Generator) -> None:
-        span = self.hi - self.lo
-        if span <= 0 or len(x) < 2 or self.max_modes == 1 or np.ptp(x) <= 0:
-            centre = float(np.mean(x)) if len(x) else (self.lo + self.hi) / 2.0
-            self.means = np.array([centre])
-            self.stds = np.array([max(float(np.std(x)) if len(x) else 0.0, self._sigma_floor())])
-            self.weights = np.ones(1)
+        if self.hi <= self.lo:
+            self.fit_hist(np.array([self.lo, self.hi]), np.array([float(len(x))]), rng=rng)
             return
-        from sklearn.exceptions import ConvergenceWarning
-        from sklearn.mixture import BayesianGaussianMixture
-
-        z = ((x - self.lo) / span).reshape(-1, 1)
-        gmm = BayesianGaussianMixture(
-            n_components=min(self.max_modes, len(np.unique(z))),
-            weight_concentration_prior_type="dirichlet_process",
-            weight_concentration_prior=0.001,
-            max_iter=100,
-            n_init=1,
-            random_state=int(rng.integers(2**31 - 1)),
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            gmm.fit(z)
-        self._set_modes(gmm.weights_, gmm.means_[:, 0] * span + self.lo, np.sqrt(gmm.covariances_.reshape(-1)) * span)
+        edges = np.linspace(self.lo, self.hi, self.exact_bins + 1)
+        counts, _ = np.histogram(np.asarray(x, dtype=float), bins=edges)
+        self.fit_hist(edges, counts.astype(float), rng=rng)
 
     def _set_modes(self, weights: np.ndarray, means: np.ndarray, stds: np.ndarray) -> None:
         """Keep components above the weight threshold, sorted by mean, with floored sigmas."""

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["ContinuousEncoder", "MinMaxEncoder", "StandardEncoder", "QuantileEncoder", "clean_hist", "draw_from_hist"]
+__all__ = ["ContinuousEncoder", "MinMaxEncoder", "StandardEncoder", "QuantileEncoder", "clean_hist"]
 
 
 def clean_hist(edges: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
@@ -46,31 +46,6 @@ def clean_hist(edges: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> t
         edges = np.concatenate([edges[:-1][keep], [edges[1:][keep][-1]]])
     # bins outside [lo, hi] that were clipped into it keep their mass inside the bounds
     return edges, counts
-
-
-def draw_from_hist(edges: np.ndarray, counts: np.ndarray, n: int, rng: np.random.Generator | None = None) -> np.ndarray:
-    """About ``n`` points spread over the bins in proportion to ``counts`` (post-processing).
-
-    Without ``rng`` the allocation is stratified (largest remainders) and points sit evenly within each bin,
-    so the points follow the histogram with no sampling noise; with ``rng`` they are a random draw
-    (multinomial over bins, uniform within a bin).
-    """
-    total = counts.sum()
-    p = counts / total if total > 0 else np.full(len(counts), 1.0 / len(counts))
-    if rng is not None:
-        per_bin = rng.multinomial(n, p)
-        offsets = rng.random(int(per_bin.sum()))
-    else:
-        exact = n * p
-        per_bin = np.floor(exact).astype(np.int64)
-        short = n - int(per_bin.sum())
-        if short > 0:
-            per_bin[np.argsort(per_bin - exact, kind="stable")[:short]] += 1
-        starts = np.repeat(np.cumsum(per_bin) - per_bin, per_bin)
-        offsets = (np.arange(int(per_bin.sum())) - starts + 0.5) / np.repeat(np.maximum(per_bin, 1), per_bin)
-    left = np.repeat(edges[:-1], per_bin)
-    width = np.repeat(np.diff(edges), per_bin)
-    return left + width * offsets
 
 
 class ContinuousEncoder(ABC):
