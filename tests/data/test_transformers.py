@@ -486,3 +486,25 @@ def test_mode_is_drawn_from_posterior_with_rng_and_argmax_without():
     # a value 4 sigma outside mode 0 may only use mode 1, whatever the posterior says
     _, far = enc.encode(np.full(1000, 3.5), rng=np.random.default_rng(1))
     assert np.all(far == 1)
+
+
+def test_weighted_vgm_matches_scikit_learn_on_unit_weights():
+    """With unit counts and no within-bin variance the updates are scikit-learn's BayesianGaussianMixture."""
+    from sklearn.mixture import BayesianGaussianMixture
+
+    from dpsynth.data.transformers.mode_specific import weighted_vgm
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(0.3, 0.05, 200), rng.normal(0.7, 0.08, 100)])
+    w, m, v = weighted_vgm(x, np.ones_like(x), np.zeros_like(x), n_components=4, max_iter=2000, tol=1e-12)
+    ref = BayesianGaussianMixture(
+        n_components=4, weight_concentration_prior_type="dirichlet_process", weight_concentration_prior=1e-3,
+        max_iter=2000, tol=1e-12, random_state=0,
+    ).fit(x.reshape(-1, 1))
+    ours = sorted((mi, vi, wi) for wi, mi, vi in zip(w, m, v) if wi > 0.05)
+    theirs = sorted((mi, vi, wi) for wi, mi, vi in zip(ref.weights_, ref.means_[:, 0], ref.covariances_.ravel())
+                    if wi > 0.05)
+    assert len(ours) == len(theirs) == 2
+    ours, theirs = np.array(ours), np.array(theirs)
+    assert np.allclose(ours[:, :2], theirs[:, :2], rtol=1e-2)  # means and variances
+    assert np.allclose(ours[:, 2], theirs[:, 2], atol=0.02)  # stick-breaking weights depend on component order
