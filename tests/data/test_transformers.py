@@ -508,3 +508,24 @@ def test_weighted_vgm_matches_scikit_learn_on_unit_weights():
     ours, theirs = np.array(ours), np.array(theirs)
     assert np.allclose(ours[:, :2], theirs[:, :2], rtol=1e-2)  # means and variances
     assert np.allclose(ours[:, 2], theirs[:, 2], atol=0.02)  # stick-breaking weights depend on component order
+
+
+@pytest.mark.parametrize(
+    "column, values, dtype",
+    [
+        (Column("v", "binary", nullable=True, categories=(False, True)), [True, None, False], "boolean"),
+        (Column("v", "categorical", nullable=True, categories=(1, 5, 9)), [5, None, 9], "Int64"),
+        (Column("v", "categorical", categories=(1, 5, 9)), [5, 1, 9], "int64"),
+        (Column("v", "categorical", nullable=True, categories=("a", "b"), dtype="object"), ["a", None, "b"], "object"),
+        (Column("v", "categorical", nullable=True, categories=("a", "b"), dtype="string"), ["a", None, "b"], "string"),
+        (Column("v", "integer", nullable=True, lower=0, upper=9, dtype="float64"), [3, None, 7], "float64"),
+        (Column("v", "mixed", nullable=True, lower=0, upper=9, special_values=(0,), integer_valued=True),
+         [0, None, 7], "Int64"),
+    ],
+)
+def test_dtypes_restored_with_missing_values(column, values, dtype):
+    tt = TableTransformer(Schema((column,)), numeric="minmax").fit(None, rng=0)
+    back = tt.inverse_transform(tt.transform(pd.DataFrame({"v": pd.Series(values, dtype=object)})))["v"]
+    assert str(back.dtype) == dtype
+    assert back.isna().tolist() == [v is None for v in values]
+    assert [v for v in back.tolist() if not pd.isna(v)] == [v for v in values if v is not None]

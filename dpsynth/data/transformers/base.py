@@ -96,19 +96,28 @@ def one_hot_into(out: np.ndarray, index: np.ndarray) -> None:
 
 
 def restore_dtype(values: np.ndarray, missing: np.ndarray, column: Column, natural: str) -> pd.Series:
-    """A Series of ``values`` with ``missing`` rows set to NaN, in the column's declared dtype.
+    """A Series of ``values`` with ``missing`` rows set to NaN / NA, in the column's declared dtype.
 
     ``natural`` is the dtype used when the schema does not declare one. A dtype that cannot hold NaN
     (int64, bool) is widened to its nullable form (Int64, boolean) when missing values are present.
+    Vectorised: nullable arrays are built from (values, mask), never row by row.
     """
     dtype = column.dtype or natural
     has_missing = bool(missing.any())
     if has_missing:
         dtype = {"int64": "Int64", "bool": "boolean"}.get(dtype, dtype)
-        values = values.astype(object) if values.dtype.kind in "iub" else values.copy()
+    if dtype == "Int64":
+        data = np.where(missing, 0, values).astype(np.int64)
+        return pd.Series(pd.arrays.IntegerArray(data, missing.copy()))
+    if dtype == "boolean":
+        data = np.where(missing, False, values).astype(bool)
+        return pd.Series(pd.arrays.BooleanArray(data, missing.copy()))
+    if has_missing:
+        if values.dtype.kind in "iub":
+            values = values.astype(object if dtype in ("object", "str", "string", "category") else float)
+        else:
+            values = values.copy()
         values[missing] = np.nan if values.dtype.kind == "f" else None
-    if dtype in ("Int64", "boolean") and values.dtype == object:
-        return pd.Series(pd.array(values.tolist(), dtype=dtype))
     return pd.Series(values).astype(dtype)
 
 
