@@ -351,6 +351,8 @@ def test_fit_is_a_function_of_metadata_only():
     a = TableTransformer(schema).fit(meta, rng=7).to_dict()
     b = TableTransformer(schema).fit(DPMetadata.from_dict(json.loads(json.dumps(meta.to_dict()))), rng=7).to_dict()
     assert a == b and a["non_private"] is False
+    exact = DPMetadata(meta.n_rows, meta.histograms, non_private=True)
+    assert TableTransformer(schema).fit(exact, rng=7).to_dict()["non_private"] is True
 
 
 def test_fit_exact_requires_non_private_mode():

@@ -14,7 +14,8 @@ Privacy guarantees (DESIGN.md §1 rules 2 and 5):
   everything it learns (mixture means / stds / weights, scaler moments, quantile knots, slot counts for
   condition vectors) is post-processing of DP outputs, costs nothing more, and may be saved in a model file.
 - ``fit_exact`` reads private rows; it raises :class:`~dpsynth.errors.PrivacyError` unless the caller states
-  ``non_private=True`` (the epsilon=inf mode). The transformer then records ``non_private`` in its state.
+  ``non_private=True`` (the epsilon=inf mode). The transformer then records ``non_private`` in its state
+  (as it does after ``fit`` on metadata marked ``non_private``, i.e. exact statistics).
 - ``transform`` is a fixed function of one row at a time (no fitting): applying it to private rows adds no
   cross-row leakage; whatever consumes its output must itself be DP.
 
@@ -92,7 +93,7 @@ class TableTransformer:
         rng = as_rng(rng)
         hists = metadata.histograms if metadata is not None else {}
         self.transformers_ = [t.fit(hists.get(t.column.name), rng=rng) for t in self._new_transformers()]
-        self.non_private_ = False
+        self.non_private_ = bool(metadata is not None and metadata.non_private)  # exact metadata: not DP
         self._layout()
         return self
 
