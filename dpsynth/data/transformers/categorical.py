@@ -135,9 +135,10 @@ class CategoricalTransformer(ColumnTransformer):
         return codes
 
     def _match_as_str(self, values: np.ndarray) -> np.ndarray:
-        uniq, inverse = np.unique(np.asarray([str(v) for v in values], dtype=object), return_inverse=True)
-        mapped = np.array([self._by_str.get(u, -1) for u in uniq], dtype=np.intp)
-        return mapped[inverse]
+        """Category index by string form (-1 if none), computed once per distinct value."""
+        codes, uniques = pd.factorize(pd.Series(values, dtype=object))
+        mapped = np.array([self._by_str.get(str(u), -1) for u in uniques], dtype=np.intp)
+        return mapped[codes]
 
     def transform_into(self, series: pd.Series, out: np.ndarray, *, rng: np.random.Generator | None) -> None:
         codes = self.codes(series)
