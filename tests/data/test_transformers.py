@@ -531,3 +531,11 @@ def test_dtypes_restored_with_missing_values(column, values, dtype):
     assert str(back.dtype) == dtype
     assert back.isna().tolist() == [v is None for v in values]
     assert [v for v in back.tolist() if not pd.isna(v)] == [v for v in values if v is not None]
+
+
+def test_from_dict_rejects_corrupt_mode_state():
+    schema = Schema((Column("v", "continuous", lower=0.0, upper=1.0),))
+    state = TableTransformer(schema).fit(None, rng=0).to_dict()
+    state["columns"]["v"]["encoder"]["stds"] = [-1.0] * len(state["columns"]["v"]["encoder"]["stds"])
+    with pytest.raises(InputError, match="positive stds"):
+        TableTransformer.from_dict(state)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from dpsynth.data.transformers.scalers import ContinuousEncoder
+from dpsynth.errors import InputError
 
 __all__ = ["ModeSpecificEncoder", "weighted_vgm"]
 
@@ -148,6 +149,12 @@ class ModeSpecificEncoder(ContinuousEncoder):
         self.means = np.asarray(state["means"], dtype=float)
         self.stds = np.asarray(state["stds"], dtype=float)
         self.weights = np.asarray(state["weights"], dtype=float)
+        sizes = {len(self.means), len(self.stds), len(self.weights)}
+        if len(sizes) != 1 or not len(self.means) or not np.all(np.isfinite(self.means)) or not np.all(self.stds > 0):
+            raise InputError(
+                "Mode-specific state needs equal-length, non-empty means / stds / weights with finite means "
+                f"and positive stds. Found {len(self.means)} / {len(self.stds)} / {len(self.weights)}."
+            )
 
 
 def weighted_vgm(
