@@ -1,0 +1,55 @@
+"""Privacy attacks on synthetic data and empirical audits (DESIGN.md §4 "Privacy risk", §1 rule 7).
+
+- one call: :func:`assess_risk` -> :class:`RiskResult` (``.table``, ``.summary``, ``.to_json()``,
+  ``.to_html_section()``);
+- attacks (``Attack(...).evaluate() -> Result``): membership (:class:`ClosestDistanceHamming`,
+  :class:`ClosestDistanceL2`, :class:`DensityMIA`, :class:`GanLeaksMIA`, shadow-model
+  :class:`GroundhogAttack`), attribute inference (:class:`LinearRegressionAttributeAttack`,
+  :class:`NearestNeighbourAttributeAttack`), :class:`SinglingOutRisk`, :class:`LinkabilityRisk` (anonymeter);
+- audit: :func:`audit_model` -> :class:`ModelAudit` (eps lower bound next to the ledger's epsilon);
+- executors for the parallel parts: :class:`LocalExecutor` (default, 2 processes), :class:`SequentialExecutor`.
+
+Names are imported lazily so ``import dpsynth.attacks`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "assess_risk", "RiskResult", "Attack", "Result", "Estimate",
+    "ClosestDistanceHamming", "ClosestDistanceL2", "DensityMIA", "GanLeaksMIA",
+    "GroundhogAttack", "ShadowConfig", "ModelFactory",
+    "LinearRegressionAttributeAttack", "NearestNeighbourAttributeAttack",
+    "SinglingOutRisk", "LinkabilityRisk", "InferenceRisk",
+    "audit_model", "ModelAudit",
+    "LocalExecutor", "SequentialExecutor", "get_executor",
+    "wilson_interval", "clopper_pearson_interval", "privacy_gain", "relative_risk",
+]
+
+_WHERE = {
+    "assess_risk": "risk", "RiskResult": "risk",
+    "Attack": "base", "Result": "base", "Estimate": "base",
+    "ClosestDistanceHamming": "membership", "ClosestDistanceL2": "membership", "DensityMIA": "membership",
+    "GanLeaksMIA": "membership",
+    "GroundhogAttack": "shadow", "ShadowConfig": "shadow", "ModelFactory": "shadow",
+    "LinearRegressionAttributeAttack": "attribute", "NearestNeighbourAttributeAttack": "attribute",
+    "SinglingOutRisk": "anonymeter_wrap", "LinkabilityRisk": "anonymeter_wrap", "InferenceRisk": "anonymeter_wrap",
+    "audit_model": "audit", "ModelAudit": "audit",
+    "LocalExecutor": "executor", "SequentialExecutor": "executor", "get_executor": "executor",
+    "wilson_interval": "stats", "clopper_pearson_interval": "stats", "privacy_gain": "stats",
+    "relative_risk": "stats",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"dpsynth.attacks.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dpsynth.attacks' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

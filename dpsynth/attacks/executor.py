@@ -1,0 +1,105 @@
+"""Pluggable executors for embarrassingly parallel jobs (shadow-model fits, audit fits).
+
+An executor is any object with ``map(fn, items, *, desc="", progress=False) -> list`` that returns
+``[fn(x) for x in items]`` in order. Two are built in: :class:`LocalExecutor` (worker processes through
+``concurrent.futures``; the default, 2 workers because the reference machine has 2 cores) and
+:class:`SequentialExecutor` (in-process, for debugging and tiny jobs). Cluster executors (Dask, Ray) only
+need the same ``map``. Executors are performance settings: they never change a result (each job carries
+its own seed).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any, Protocol, runtime_checkable
+
+from dpsynth.errors import InputError
+
+__all__ = ["Executor", "LocalExecutor", "SequentialExecutor", "get_executor", "DEFAULT_WORKERS"]
+
+DEFAULT_WORKERS = 2
+
+
+@runtime_checkable
+class Executor(Protocol):
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "", progress: bool = False) -> list[Any]:
+        ...
+
+
+def _bar(total: int, desc: str, progress: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc or "jobs", disable=not progress, leave=False)
+
+
+class SequentialExecutor:
+    """Run jobs one after the other in this process."""
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "", progress: bool = False) -> list[Any]:
+        items = list(items)
+        out = []
+        with _bar(len(items), desc, progress) as bar:
+            for x in items:
+                out.append(fn(x))
+                bar.update(1)
+        return out
+
+    def __repr__(self) -> str:
+        return "SequentialExecutor()"
+
+
+def _init_worker() -> None:
+    # one BLAS / torch thread per worker: the workers already use every core we were given
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except Exception:  # noqa: BLE001 - torch is optional for a job
+        pass
+
+
+class LocalExecutor:
+    """Worker processes on this machine (``concurrent.futures.ProcessPoolExecutor``, 'spawn' start method).
+
+    ``fn`` and the items must be picklable (module-level functions, plain data, factories such as
+    :class:`~dpsynth.attacks.shadow.ModelFactory`). With ``max_workers=1`` jobs run in-process.
+    """
+
+    def __init__(self, max_workers: int = DEFAULT_WORKERS, *, start_method: str = "spawn") -> None:
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+            raise InputError(f"max_workers must be a positive integer. Found {max_workers!r}.")
+        self.max_workers, self.start_method = max_workers, start_method
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "", progress: bool = False) -> list[Any]:
+        items = list(items)
+        if self.max_workers == 1 or len(items) <= 1:
+            return SequentialExecutor().map(fn, items, desc=desc, progress=progress)
+        out: list[Any] = [None] * len(items)
+        ctx = mp.get_context(self.start_method)
+        with ProcessPoolExecutor(self.max_workers, mp_context=ctx, initializer=_init_worker) as pool:
+            futures = {pool.submit(fn, x): i for i, x in enumerate(items)}
+            with _bar(len(items), desc, progress) as bar:
+                for fut in as_completed(futures):
+                    out[futures[fut]] = fut.result()
+                    bar.update(1)
+        return out
+
+    def __repr__(self) -> str:
+        return f"LocalExecutor(max_workers={self.max_workers})"
+
+
+def get_executor(spec: Any = None) -> Executor:
+    """``None``/"local" -> LocalExecutor(2); "sequential"; an int -> LocalExecutor(n); an executor as is."""
+    if spec is None or spec == "local":
+        return LocalExecutor()
+    if spec == "sequential":
+        return SequentialExecutor()
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        return LocalExecutor(spec) if spec > 1 else SequentialExecutor()
+    if isinstance(spec, Executor):
+        return spec
+    raise InputError(f"executor must be 'local', 'sequential', a worker count or an object with .map(). Found {spec!r}.")
