@@ -539,3 +539,13 @@ def test_from_dict_rejects_corrupt_mode_state():
     state["columns"]["v"]["encoder"]["stds"] = [-1.0] * len(state["columns"]["v"]["encoder"]["stds"])
     with pytest.raises(InputError, match="positive stds"):
         TableTransformer.from_dict(state)
+
+
+def test_merge_redundant_components_by_moment_matching():
+    from dpsynth.data.transformers.mode_specific import merge_redundant
+
+    w, m, v = merge_redundant(np.array([0.3, 0.3, 0.4]), np.array([0.0, 0.1, 5.0]), np.array([1.0, 1.0, 1.0]))
+    assert np.allclose(w, [0.6, 0.4]) and np.allclose(m, [0.05, 5.0])
+    assert np.isclose(v[0], 1.0 + 0.05**2)  # within variance + between-means variance
+    w2, _, _ = merge_redundant(np.array([0.5, 0.5]), np.array([0.0, 0.1]), np.array([1.0, 9.0]))
+    assert len(w2) == 2  # same centre but very different spread: two modes

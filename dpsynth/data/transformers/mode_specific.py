@@ -14,7 +14,8 @@ is added at fit time, so encoding is invertible (up to float32 precision) for ev
 Fitting (DESIGN.md §1 rules 2 and 5): ``fit_hist`` fits the variational mixture (:func:`weighted_vgm`, the
 updates of scikit-learn's ``BayesianGaussianMixture`` with a Dirichlet-process prior, concentration 1e-3)
 directly on the bins of a DP histogram: each bin is a point at its centre, weighted by its noisy count and
-carrying the within-bin variance ``width^2 / 12``. Counts are rescaled to an effective sample size of 1,000
+carrying the within-bin variance ``width^2 / 12``; components that describe the same mode (means within
+a quarter sigma, sigmas within a factor 1.5) are then merged by moment matching. Counts are rescaled to an effective sample size of 1,000
 (the prior's strength relative to the data, which keeps the number of modes small, as a subsample would).
 It is a function of the DP histogram only, i.e. post-processing; no private row is read. ``fit_values``
 (non-private mode only) runs the same fit on an exact 512-bin histogram of the values, so the non-private
@@ -32,7 +33,7 @@ import numpy as np
 from dpsynth.data.transformers.scalers import ContinuousEncoder
 from dpsynth.errors import InputError
 
-__all__ = ["ModeSpecificEncoder", "weighted_vgm"]
+__all__ = ["ModeSpecificEncoder", "weighted_vgm", "merge_redundant"]
 
 
 class ModeSpecificEncoder(ContinuousEncoder):
@@ -74,6 +75,8 @@ class ModeSpecificEncoder(ContinuousEncoder):
             variances = np.array([float(counts @ ((centres - mean) ** 2 + var) / counts.sum())])
         else:
             weights, means, variances = weighted_vgm(centres, counts, var, n_components=self.max_modes)
+            keep = weights > self.weight_threshold
+            weights, means, variances = merge_redundant(weights[keep], means[keep], variances[keep])
         self._set_modes(weights, means * span + self.lo, np.sqrt(variances) * span)
 
     def fit_values(self, x, *, rng):
@@ -215,3 +218,28 @@ def weighted_vgm(
     stick = a / (a + b)
     weights = stick * np.concatenate([[1.0], np.cumprod(1.0 - stick)[:-1]])
     return weights / weights.sum(), m, c / nu
+
+
+def merge_redundant(
+    weights: np.ndarray, means: np.ndarray, variances: np.ndarray, *, max_shift: float = 0.25, max_ratio: float = 1.5
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge neighbouring components that describe the same mode (variational fits split a mode slowly).
+
+    Two components (adjacent by mean) are merged by moment matching when their means differ by less than
+    ``max_shift`` times the smaller sigma and their sigmas differ by less than a factor ``max_ratio``.
+    """
+    order = np.argsort(means)
+    w, m, v = list(weights[order]), list(means[order]), list(variances[order])
+    i = 0
+    while i < len(w) - 1:
+        s_lo, s_hi = sorted((np.sqrt(v[i]), np.sqrt(v[i + 1])))
+        if abs(m[i + 1] - m[i]) < max_shift * s_lo and s_hi < max_ratio * s_lo:
+            total = w[i] + w[i + 1]
+            mean = (w[i] * m[i] + w[i + 1] * m[i + 1]) / total
+            second = (w[i] * (v[i] + m[i] ** 2) + w[i + 1] * (v[i + 1] + m[i + 1] ** 2)) / total
+            w[i], m[i], v[i] = total, mean, max(second - mean**2, 0.0)
+            del w[i + 1], m[i + 1], v[i + 1]
+            i = max(i - 1, 0)
+        else:
+            i += 1
+    return np.array(w), np.array(m), np.array(v)
