@@ -128,6 +128,7 @@ class DPSGD:
         n_rows: int,
         non_private: bool = False,
         chunk_size: int | None = None,
+        public_n_rows: float | None = None,
     ):
         if not isinstance(config, DPSGDConfig):
             raise InputError(f"config must be a DPSGDConfig. Found {type(config).__name__}.")
@@ -145,14 +146,17 @@ class DPSGD:
         self.n_rows, self.max_steps, self.non_private = n_rows, max_steps, non_private
         self.chunk_size = chunk_size  # performance only: bounds vmap memory, same result
         self.sampler = PoissonSampler(n_rows, config.sample_rate, steps=max_steps, generator=generator)
-        self.expected_batch_size = config.sample_rate * n_rows
+        # The divisor of the noisy sum and the row count written to the ledger must not be the private row count:
+        # pass ``public_n_rows`` (a DP or public count; the sampler still draws from range(n_rows)).
+        recorded_rows = n_rows if public_n_rows is None else float(public_n_rows)
+        self.expected_batch_size = config.sample_rate * recorded_rows
         self._groups, self._n_groups = self._microbatch_groups()
         event = dp_event.NonPrivateDpEvent() if non_private else config.event()
         self._allowance = ledger.allowance(
             event, phase=phase, mechanism="dp-sgd", max_steps=max_steps,
             sample_rate=config.sample_rate, noise_multiplier=float(config.noise_multiplier),
             max_grad_norm=float(config.max_grad_norm), clipping=config.clipping,
-            sensitivity=float(config.sensitivity), n_rows=int(n_rows),
+            sensitivity=float(config.sensitivity), n_rows=recorded_rows,
         )
         self._pending: torch.Tensor | None = None
         self._steps = 0
