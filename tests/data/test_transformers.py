@@ -61,7 +61,7 @@ def same_values(a: pd.Series, b: pd.Series) -> bool:
 
 # ---------------------------------------------------------------------------------------------- Adult
 @pytest.fixture(scope="module")
-def adult():
+def adult_dp():
     from dpsynth import datasets
 
     train, _ = datasets.load("adult")
@@ -71,8 +71,8 @@ def adult():
 
 
 @pytest.fixture(scope="module")
-def adult_ms(adult):
-    train, schema, meta = adult
+def adult_ms(adult_dp):
+    train, schema, meta = adult_dp
     return TableTransformer(schema).fit(meta, rng=0)
 
 
@@ -92,31 +92,39 @@ def check_round_trip(df, back, schema, *, rel_tol=0.0, abs_tol=0.0):
             assert np.abs(x[ok] - y[ok]).max() <= tol, (col.name, np.abs(x[ok] - y[ok]).max())
 
 
-def test_adult_round_trip_mode_specific_exact(adult, adult_ms):
-    train, schema, _ = adult
+def test_adult_round_trip_mode_specific_exact(adult_dp, adult_ms):
+    train, schema, _ = adult_dp
     X = adult_ms.transform(train)
     assert X.dtype == np.float32 and X.shape == (len(train), adult_ms.output_dim)
     check_round_trip(train, adult_ms.inverse_transform(X), schema)  # ints: exact after rounding
 
 
-def test_adult_round_trip_with_posterior_mode_sampling(adult, adult_ms):
-    train, schema, _ = adult
+def test_adult_round_trip_with_posterior_mode_sampling(adult_dp, adult_ms):
+    train, schema, _ = adult_dp
     X = adult_ms.transform(train, rng=np.random.default_rng(5))
     check_round_trip(train, adult_ms.inverse_transform(X), schema)
 
 
+def test_adult_test_split_round_trip(adult_dp, adult_ms):
+    """The official test split, encoded with the transformer fitted on the training split's DP metadata."""
+    from dpsynth import datasets
+
+    _, test = datasets.load("adult")
+    check_round_trip(test, adult_ms.inverse_transform(adult_ms.transform(test, rng=0)), adult_dp[1])
+
+
 @pytest.mark.parametrize("numeric", ["minmax", "standard", "quantile"])
 @pytest.mark.parametrize("categorical", ["onehot", "ordinal"])
-def test_adult_round_trip_other_encoders(adult, numeric, categorical):
-    train, schema, meta = adult
+def test_adult_round_trip_other_encoders(adult_dp, numeric, categorical):
+    train, schema, meta = adult_dp
     tt = TableTransformer(schema, numeric=numeric, categorical=categorical).fit(meta, rng=0)
     back = tt.inverse_transform(tt.transform(train))
     # float32 output: quantile's CDF is steep where data is dense, so allow a tiny fraction of the range
     check_round_trip(train, back, schema, rel_tol=1e-3 if numeric == "quantile" else 0.0)
 
 
-def test_adult_layout(adult, adult_ms):
-    train, _, _ = adult
+def test_adult_layout(adult_dp, adult_ms):
+    train, _, _ = adult_dp
     info = adult_ms.output_info
     assert info[0].start == 0 and info[-1].end == adult_ms.output_dim
     assert all(a.end == b.start for a, b in zip(info, info[1:]))
@@ -134,8 +142,8 @@ def test_adult_layout(adult, adult_ms):
     assert work.missing_slot == work.end - 1  # nullable categorical: missing is the last category slot
 
 
-def test_inverse_accepts_any_real_values(adult, adult_ms):
-    _, schema, _ = adult
+def test_inverse_accepts_any_real_values(adult_dp, adult_ms):
+    _, schema, _ = adult_dp
     raw = np.random.default_rng(1).normal(0.0, 3.0, size=(500, adult_ms.output_dim))
     raw[0, :5] = [np.nan, np.inf, -np.inf, 1e30, -1e30]
     for softmax in ("argmax", "logits"):
@@ -337,10 +345,10 @@ def test_numeric_round_trip_property(method, lower, width, seed):
     assert np.all(np.abs(back - values.to_numpy()) <= tol)
 
 
-def test_transform_accepts_conformed_frames(adult, adult_ms):
+def test_transform_accepts_conformed_frames(adult_dp, adult_ms):
     from dpsynth.data.frame import conform
 
-    train, schema, _ = adult
+    train, schema, _ = adult_dp
     head = train.head(3000)
     assert np.array_equal(adult_ms.transform(conform(head, schema)), adult_ms.transform(head))
 
