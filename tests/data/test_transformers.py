@@ -557,3 +557,19 @@ def test_merge_redundant_components_by_moment_matching():
     assert np.isclose(v[0], 1.0 + 0.05**2)  # within variance + between-means variance
     w2, _, _ = merge_redundant(np.array([0.5, 0.5]), np.array([0.0, 0.1]), np.array([1.0, 9.0]))
     assert len(w2) == 2  # same centre but very different spread: two modes
+
+
+def test_per_column_overrides_and_their_state():
+    schema = small_schema()
+    tt = TableTransformer(schema, overrides={"x": "minmax", "color": "ordinal"}).fit(None, rng=0)
+    by_name = {c.name: c for c in tt.column_info}
+    assert [s.activation for s in by_name["x"].spans] == ["tanh", "softmax"] and by_name["x"].spans[1].role == "missing"
+    assert by_name["color"].spans[0].role == "value"
+    assert by_name["debt"].spans[1].role == "mode"  # the default (mode_specific) elsewhere
+    again = TableTransformer.from_dict(json.loads(json.dumps(tt.to_dict())))
+    assert again.overrides == {"x": "minmax", "color": "ordinal"} and again.output_info == tt.output_info
+    assert "overrides" in repr(tt)
+    with pytest.raises(InputError, match="Column 'color'"):
+        TableTransformer(schema, overrides={"color": "minmax"})
+    with pytest.raises(InputError, match="not in the schema"):
+        TableTransformer(schema, overrides={"nope": "minmax"})

@@ -14,14 +14,15 @@ is added at fit time, so encoding is invertible (up to float32 precision) for ev
 Fitting (DESIGN.md §1 rules 2 and 5): ``fit_hist`` fits the variational mixture (:func:`weighted_vgm`, the
 updates of scikit-learn's ``BayesianGaussianMixture`` with a Dirichlet-process prior, concentration 1e-3)
 directly on the bins of a DP histogram: each bin is a point at its centre, weighted by its noisy count and
-carrying the within-bin variance ``width^2 / 12``; components that describe the same mode (means within
-a quarter sigma, sigmas within a factor 1.5) are then merged by moment matching. Counts are rescaled to an effective sample size of 1,000
+carrying the within-bin variance ``width^2 / 12``. Counts are rescaled to an effective sample size of 1,000
 (the prior's strength relative to the data, which keeps the number of modes small, as a subsample would).
-It is a function of the DP histogram only, i.e. post-processing; no private row is read. ``fit_values``
-(non-private mode only) runs the same fit on an exact 512-bin histogram of the values, so the non-private
-reference differs from the DP fit only by the noise. Bins are rescaled to [0, 1] by the public bounds before
-fitting so covariance regularisation is relative to the column's range. Components with weight below 0.005 are
-dropped (as CTGAN does); ``sigma_k`` is floored at 1e-3 of the range.
+Components that describe the same mode (means within a quarter sigma, sigmas within a factor 1.5) are then
+merged by moment matching (:func:`merge_redundant`). All of this is a function of the DP histogram only,
+i.e. post-processing; no private row is read. ``fit_values`` (non-private mode only) runs the same fit on an
+exact 512-bin histogram of the values, so the non-private reference differs from the DP fit only by the
+noise. Bins are rescaled to [0, 1] by the public bounds before fitting so covariance regularisation is
+relative to the column's range. Components with weight below 0.005 are dropped (as CTGAN does); ``sigma_k``
+is floored at 1e-3 of the range.
 """
 
 from __future__ import annotations

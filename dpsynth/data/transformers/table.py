@@ -24,6 +24,7 @@ State is plain JSON (``to_dict`` / ``from_dict``): no pickle (rule 6).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -56,11 +57,18 @@ class TableTransformer:
     """Reversible table encoder; see the module docstring.
 
     ``numeric``: ``"mode_specific"`` (CTGAN / CTAB-GAN+), ``"minmax"``, ``"standard"`` or ``"quantile"``;
-    ``categorical``: ``"onehot"`` or ``"ordinal"``; ``max_modes``: mixture components per column (upper bound).
+    ``categorical``: ``"onehot"`` or ``"ordinal"``; ``max_modes``: mixture components per column (upper bound);
+    ``overrides``: per-column method, e.g. ``{"age": "minmax", "native-country": "ordinal"}``.
     """
 
     def __init__(
-        self, schema: Schema, *, numeric: str = "mode_specific", categorical: str = "onehot", max_modes: int = 10
+        self,
+        schema: Schema,
+        *,
+        numeric: str = "mode_specific",
+        categorical: str = "onehot",
+        max_modes: int = 10,
+        overrides: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(schema, Schema):
             raise InputError(f"schema must be a dpsynth Schema. Found {type(schema).__name__}.")
@@ -70,19 +78,37 @@ class TableTransformer:
             raise InputError(f"categorical must be one of {CATEGORICAL_METHODS}. Found {categorical!r}.")
         if not isinstance(max_modes, (int, np.integer)) or max_modes < 1:
             raise InputError(f"max_modes must be an integer >= 1. Found {max_modes!r}.")
+        overrides = dict(overrides or {})
+        for name, method in overrides.items():
+            if name not in schema:
+                raise InputError(f"overrides name a column not in the schema: {name!r}.")
+            allowed = CATEGORICAL_METHODS if schema[name].is_discrete else NUMERIC_METHODS
+            if method not in allowed:
+                raise InputError(
+                    f"Column '{name}' ({schema[name].kind}) method must be one of {allowed}. Found {method!r}."
+                )
         self.schema = schema
         self.numeric = numeric
         self.categorical = categorical
         self.max_modes = int(max_modes)
+        self.overrides = overrides
+
+    def __repr__(self) -> str:
+        extra = f", overrides={self.overrides!r}" if self.overrides else ""
+        return (
+            f"TableTransformer({len(self.schema)} columns, numeric={self.numeric!r}, "
+            f"categorical={self.categorical!r}, max_modes={self.max_modes}{extra})"
+        )
 
     # ------------------------------------------------------------------ fit
     def _new_transformers(self) -> list[ColumnTransformer]:
         out: list[ColumnTransformer] = []
         for col in self.schema:
             if col.is_discrete:
-                out.append(CategoricalTransformer(col, method=self.categorical))
+                out.append(CategoricalTransformer(col, method=self.overrides.get(col.name, self.categorical)))
             else:
-                out.append(NumericTransformer(col, method=self.numeric, max_modes=self.max_modes))
+                method = self.overrides.get(col.name, self.numeric)
+                out.append(NumericTransformer(col, method=method, max_modes=self.max_modes))
         return out
 
     def fit(self, metadata: DPMetadata | None, *, rng: np.random.Generator | int | None = None) -> TableTransformer:
@@ -216,6 +242,7 @@ class TableTransformer:
             "numeric": self.numeric,
             "categorical": self.categorical,
             "max_modes": self.max_modes,
+            "overrides": dict(self.overrides),
             "non_private": self.non_private_,
             "schema": self.schema.to_dict(),
             "columns": {t.column.name: t.get_state() for t in self.transformers_},
@@ -232,6 +259,7 @@ class TableTransformer:
             numeric=state["numeric"],
             categorical=state["categorical"],
             max_modes=int(state["max_modes"]),
+            overrides=state.get("overrides"),
         )
         transformers = self._new_transformers()
         columns = state["columns"]
