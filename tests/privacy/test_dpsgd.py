@@ -196,14 +196,14 @@ def test_noise_is_gaussian_with_the_right_std(clipping, factor):
 
 
 # ------------------------------------------------------------------ optimizers
-@pytest.mark.parametrize("opt_cls", [torch.optim.SGD, torch.optim.Adam, torch.optim.RMSprop])
-def test_trains_with_common_optimizers(opt_cls):
+@pytest.mark.parametrize("opt_cls,lr", [(torch.optim.SGD, 2.0), (torch.optim.Adam, 0.05), (torch.optim.RMSprop, 0.01)])
+def test_trains_with_common_optimizers(opt_cls, lr):
     torch.manual_seed(0)
     x = torch.randn(300, 4)
     y = (x[:, 0] > 0).float()
     module = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     before = [p.detach().clone() for p in module.parameters()]
-    opt = opt_cls(module.parameters(), lr=0.05)
+    opt = opt_cls(module.parameters(), lr=lr)
     engine, _ = _engine(module, DPSGDConfig(0.8, 1.0, 0.1), n=300, opt=opt, steps=60, target=20)
 
     def loss(f, xi, yi):
