@@ -573,3 +573,13 @@ def test_per_column_overrides_and_their_state():
         TableTransformer(schema, overrides={"color": "minmax"})
     with pytest.raises(InputError, match="not in the schema"):
         TableTransformer(schema, overrides={"nope": "minmax"})
+
+
+def test_transform_is_row_wise():
+    """Guarantee: without an rng, each row's encoding depends on that row only (no statistics of the batch)."""
+    schema, df = small_schema(), small_frame(60)
+    meta = noisy_metadata(df, schema, sigma=2.0, rng=np.random.default_rng(0))
+    tt = TableTransformer(schema).fit(meta, rng=0)
+    full = tt.transform(df)
+    parts = np.vstack([tt.transform(df.iloc[i : i + 7]) for i in range(0, 60, 7)])
+    assert np.array_equal(full, parts)
