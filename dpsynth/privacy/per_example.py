@@ -74,7 +74,7 @@ def per_example_norms(grads: dict[str, torch.Tensor]) -> torch.Tensor:
     """(B,) L2 norms of each example's gradient over all parameters jointly."""
     sq = None
     for g in grads.values():
-        s = g.reshape(g.shape[0], -1).pow(2).sum(1)
+        s = g.flatten(start_dim=1).pow(2).sum(1)
         sq = s if sq is None else sq + s
     return sq.sqrt()
 
