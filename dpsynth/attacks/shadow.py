@@ -4,7 +4,8 @@ The attacker has black-box access to the generator (a picklable factory ``(train
 and reference data R from the population. For a target record t it fits the generator many times on R
 (label 0) and on R + t (label 1), cuts each fit's output into synthetic sets of r rows, summarises each set
 (:mod:`dpsynth.attacks.features`: naive, histogram, correlation) and trains a random forest to tell the
-labels apart. The attack is judged on synthetic sets from *fresh* fits (never seen in training), and reports
+labels apart. The attack is judged on synthetic sets from *fresh* fits on the same R (never seen in training; each
+repetition draws a new R), and reports
 :func:`~dpsynth.attacks.base.membership_result` pooled over targets and repetitions, with P_fake the forest's
 average probability of the correct label (Stadler's ProbSuccess; privacy gain = (1 - P_fake)/2).
 
@@ -186,10 +187,10 @@ class GroundhogAttack(Attack):
         self.executor, self.progress, self.confidence, self.seed = executor, progress, confidence, seed
 
     # ------------------------------------------------------------------ jobs
-    def _jobs(self, target: pd.DataFrame, rng: np.random.Generator, domain: FeatureDomain, n_sets: int):
+    def _jobs(self, target: pd.DataFrame, base: pd.DataFrame, rng: np.random.Generator, domain: FeatureDomain,
+              n_sets: int):
         cfg = self.config
         fits = 2 * math.ceil(n_sets / (2 * cfg.sets_per_fit))
-        base = self.pool.iloc[rng.choice(len(self.pool), size=cfg.reference_size, replace=False)]
         jobs, labels = [], []
         for i in range(fits):
             train = base if cfg.train_size is None else base.iloc[rng.choice(len(base), cfg.train_size, replace=False)]
@@ -208,8 +209,10 @@ class GroundhogAttack(Attack):
         cfg = self.config
         rng = np.random.default_rng([self.seed if self.seed is not None else 0, t, rep])
         target = self.targets.iloc[[t]]
-        train_jobs, y_train = self._jobs(target, rng, domain, cfg.n_train_sets)
-        test_jobs, y_test = self._jobs(target, rng, domain, cfg.n_test_sets)
+        # one R per (target, repetition), shared by the training and the (fresh) test fits
+        base = self.pool.iloc[rng.choice(len(self.pool), size=cfg.reference_size, replace=False)]
+        train_jobs, y_train = self._jobs(target, base, rng, domain, cfg.n_train_sets)
+        test_jobs, y_test = self._jobs(target, base, rng, domain, cfg.n_test_sets)
         outs = executor.map(_shadow_job, train_jobs + test_jobs, desc=f"shadow fits t{t} r{rep}", progress=self.progress)
         res = {}
         for f in self.features:

@@ -1,0 +1,86 @@
+"""assess_risk: one call, tidy table, JSON round trip, HTML section, skipped attacks."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from dpsynth.attacks.risk import DEFAULT_ATTACKS, RiskResult, assess_risk
+from dpsynth.errors import InputError
+
+FAST = ["closest_distance_hamming", "closest_distance_l2", "density", "gan_leaks", "attribute_linear_regression",
+        "attribute_nearest_neighbour", "singling_out_univariate", "linkability"]
+
+
+@pytest.fixture(scope="module")
+def data(adult):
+    train_full, test_full = adult
+    return train_full.sample(1500, random_state=0).reset_index(drop=True), test_full.sample(1500, random_state=0).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def copy_result(data):
+    train, control = data
+    return assess_risk(train, train, control=control, attacks=FAST, n_targets=200, executor="sequential", seed=0)
+
+
+def test_copy_release_is_flagged(copy_result):
+    rr = copy_result
+    assert {r.attack for r in rr.results} == set(FAST) and not rr.skipped
+    assert rr["closest_distance_hamming"].value > 0.9
+    assert rr["singling_out_univariate"].value > 0.8
+    assert rr.worst().value > 0.9 and rr.worst("membership").kind == "membership"
+
+
+def test_table_is_tidy(copy_result):
+    table = copy_result.table
+    assert list(table.columns) == ["attack", "kind", "metric", "value", "ci_low", "ci_high", "n_targets"]
+    risk = table[table.metric == "risk"]
+    assert len(risk) == len(FAST) and risk.value.between(0, 1).all()
+    mia = table[table.attack == "closest_distance_l2"].set_index("metric")
+    assert {"accuracy", "tpr", "fpr", "auc", "advantage", "privacy_gain", "relative_risk"} <= set(mia.index)
+    assert len(copy_result.summary) == len(FAST)
+
+
+def test_json_round_trip(copy_result, tmp_path):
+    path = tmp_path / "risk.json"
+    text = copy_result.to_json(path)
+    back = RiskResult.from_dict(json.loads(path.read_text()))
+    assert json.loads(text) == back.to_dict()
+    assert back["closest_distance_l2"].metric("auc") == pytest.approx(copy_result["closest_distance_l2"].metric("auc"))
+
+
+def test_html_section(copy_result):
+    html = copy_result.to_html_section()
+    assert html.startswith('<section class="dpsynth-privacy-risk">') and html.endswith("</section>")
+    assert "<svg" in html and "closest_distance_hamming" in html and "Privacy gain" in html
+
+
+def test_without_control_membership_is_skipped(data):
+    train, _ = data
+    rr = assess_risk(train, train.sample(500, random_state=1), attacks=["closest_distance_l2", "singling_out_univariate"],
+                     n_targets=100, executor="sequential")
+    assert "closest_distance_l2" in rr.skipped and "control" in rr.skipped["closest_distance_l2"]
+    assert [r.attack for r in rr.results] == ["singling_out_univariate"]
+
+
+def test_argument_errors(data):
+    train, control = data
+    with pytest.raises(InputError, match="attacks"):
+        assess_risk(train, train, attacks=["nope"])
+    with pytest.raises(InputError, match="generator"):
+        assess_risk(train, train, attacks=["shadow_groundhog"])
+    with pytest.raises(InputError, match="same columns"):
+        assess_risk(train, train.drop(columns=["age"]))
+    with pytest.raises(InputError, match="sensitive"):
+        assess_risk(train, train, sensitive="salary")
+    assert "shadow_groundhog" not in DEFAULT_ATTACKS
+
+
+@pytest.mark.slow
+def test_default_attacks_in_parallel_on_adult(adult):
+    train, test = adult
+    rr = assess_risk(train, train.sample(len(train), replace=True, random_state=0), control=test, seed=0)
+    assert {r.attack for r in rr.results} == set(DEFAULT_ATTACKS)
