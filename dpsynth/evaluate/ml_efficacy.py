@@ -1,0 +1,185 @@
+"""ML efficacy: train on synthetic, test on real (TSTR), beside the same model trained on real data.
+
+Definitions (seed 002 §4.2.1, seed 000 §5.1):
+
+* Features: every column but the target, one-hot encoded (categories of the real training data) and min-max
+  scaled with the real bounds (seed 002: "we apply Min-Max normalisation as pre-processing step").
+* Models, scikit-learn defaults as in seed 002 (decision tree ``dt``, random forest ``rf``, logistic
+  regression ``lr`` with ``max_iter=1000`` so it converges, multi-layer perceptron ``mlp`` with
+  ``early_stopping=True``: 10% of its training rows decide when to stop, 3-5x faster on Adult) plus XGBoost
+  ``xgb`` (DESIGN §6, 100 trees, hist). For a numeric target: the regressor of each family, with Ridge in place of logistic
+  regression (seed 000 King / Ridge).
+* Classification scores on the real test set: accuracy, F1, ROC AUC and average precision. Binary targets use
+  the class that is rarer in the real training data as the positive class; multi-class targets use macro F1,
+  one-vs-rest macro AUC and macro average precision.
+* Regression scores: mean absolute error ``mae``, explained variance ``evs`` and ``r2``.
+* ``ml_efficacy.<score>.real`` / ``.synthetic`` are the scores of the model trained on real / synthetic rows;
+  ``.diff`` is ``|real - synthetic|`` per seed (the seeds' tables), averaged; spread = std over seeds.
+  Logistic regression / Ridge are deterministic and fitted once (``n_seeds`` = 1, noted).
+* Undefined values get a reason: a classifier cannot be trained on one class, AUC / AP need both classes in
+  the test labels, R2 and explained variance need a non-constant test target.
+
+Without ``real_test`` the real training data is split 80/20: the real model trains on 80%, both are tested on
+the 20% (which the generator may have seen: the note says so).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn import metrics as skm
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.neural_network import MLPClassifier, MLPRegressor
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+from dpsynth.evaluate._parallel import run_tasks
+from dpsynth.evaluate._prep import _labels_fast, numeric
+from dpsynth.evaluate.result import Row, row, undefined
+
+__all__ = ["MODELS", "CLASSIFICATION_SCORES", "REGRESSION_SCORES", "make_model", "classification_scores",
+           "regression_scores", "run"]
+
+MODELS = ("dt", "rf", "lr", "mlp", "xgb")
+DETERMINISTIC = ("lr",)
+CLASSIFICATION_SCORES = ("accuracy", "f1", "auc", "ap")
+REGRESSION_SCORES = ("mae", "evs", "r2")
+
+
+def make_model(name: str, task: str, seed: int, n_jobs: int):
+    """A fresh, unfitted model of family ``name`` for ``task`` ("classification" or "regression")."""
+    from xgboost import XGBClassifier, XGBRegressor
+
+    cls = task == "classification"
+    if name == "dt":
+        return (DecisionTreeClassifier if cls else DecisionTreeRegressor)(random_state=seed)
+    if name == "rf":
+        return (RandomForestClassifier if cls else RandomForestRegressor)(random_state=seed, n_jobs=n_jobs)
+    if name == "lr":
+        return LogisticRegression(max_iter=1000) if cls else Ridge()
+    if name == "mlp":
+        return (MLPClassifier if cls else MLPRegressor)(random_state=seed, early_stopping=True)
+    if name == "xgb":
+        kw = dict(n_estimators=100, tree_method="hist", n_jobs=n_jobs, random_state=seed, verbosity=0)
+        return XGBClassifier(**kw) if cls else XGBRegressor(**kw)
+    raise ValueError(f"Unknown model {name!r}; known: {MODELS}.")
+
+
+def classification_scores(y_true: np.ndarray, proba: np.ndarray, classes: np.ndarray,
+                          positive: str | None) -> dict[str, tuple[float, str]]:
+    """Scores from class probabilities ``proba`` (columns follow ``classes``); each is (value, reason)."""
+    pred = classes[np.argmax(proba, axis=1)]
+    out: dict[str, tuple[float, str]] = {"accuracy": (float(np.mean(pred == y_true)), "")}
+    present = np.unique(y_true)
+    if positive is not None:  # binary
+        out["f1"] = (float(skm.f1_score(y_true, pred, pos_label=positive, zero_division=0)), "")
+        if len(present) < 2:
+            reason = f"test labels contain one class ({present[0]!r}): AUC and AP are undefined"
+            out["auc"] = out["ap"] = (np.nan, reason)
+        else:
+            score = proba[:, list(classes).index(positive)] if positive in classes else np.zeros(len(y_true))
+            out["auc"] = (float(skm.roc_auc_score(y_true == positive, score)), "")
+            out["ap"] = (float(skm.average_precision_score(y_true == positive, score)), "")
+        return out
+    out["f1"] = (float(skm.f1_score(y_true, pred, average="macro", zero_division=0)), "")
+    aucs, aps = [], []
+    for k, c in enumerate(classes):
+        truth = y_true == c
+        if 0 < truth.sum() < len(truth):
+            aucs.append(skm.roc_auc_score(truth, proba[:, k]))
+            aps.append(skm.average_precision_score(truth, proba[:, k]))
+    reason = "" if aucs else "test labels contain one class: AUC and AP are undefined"
+    out["auc"] = (float(np.mean(aucs)) if aucs else np.nan, reason)
+    out["ap"] = (float(np.mean(aps)) if aps else np.nan, reason)
+    return out
+
+
+def regression_scores(y_true: np.ndarray, pred: np.ndarray) -> dict[str, tuple[float, str]]:
+    """MAE, explained variance and R2; the last two are undefined for a constant test target."""
+    out = {"mae": (float(np.mean(np.abs(y_true - pred))), "")}
+    if np.var(y_true) == 0:
+        reason = "real test target is constant: R2 and explained variance are undefined (0/0)"
+        out["evs"] = out["r2"] = (np.nan, reason)
+    else:
+        out["evs"] = (float(skm.explained_variance_score(y_true, pred)), "")
+        out["r2"] = (float(skm.r2_score(y_true, pred)), "")
+    return out
+
+
+def _fit_scores(name, task, seed, n_jobs, X, y, X_test, y_test, classes_all, positive):
+    """Scores of one model trained on (X, y); or a dict of reasons when it cannot be trained."""
+    if task == "regression":
+        model = make_model(name, task, seed, n_jobs).fit(X, y)
+        return regression_scores(y_test, model.predict(X_test))
+    present = np.unique(y)
+    if len(present) < 2:
+        reason = f"training labels contain one class ({present[0]!r}): a classifier cannot be trained"
+        return {s: (np.nan, reason) for s in CLASSIFICATION_SCORES}
+    codes = np.searchsorted(present, y)
+    model = make_model(name, task, seed, n_jobs).fit(X, codes)
+    proba_known = model.predict_proba(X_test)
+    proba = np.zeros((len(X_test), len(classes_all)))
+    proba[:, np.searchsorted(classes_all, present)] = proba_known
+    return classification_scores(y_test, proba, classes_all, positive)
+
+
+def run(ctx) -> tuple[list[Row], dict]:
+    """Rows ``ml_efficacy.<score>.{real,synthetic,diff}`` per model; figure ``ml_efficacy``."""
+    target = ctx.target
+    if target is None:
+        return [undefined("ml_efficacy", "(all)", "no target column: pass target= or a schema with a target")], {}
+    task = "classification" if ctx.kinds[target] == "categorical" else "regression"
+    train, test, note = ctx.real, ctx.real_test, ""
+    if test is None:
+        train, test = ctx.holdout_split()
+        note = "no real_test: tested on a 20% hold-out of real_train (the generator may have seen it)"
+    feats = ctx.encoder().columns_except(target)
+    enc = ctx.encoder()
+    X_real, X_syn, X_test = (enc.transform(f, columns=feats) for f in (train, ctx.synthetic, test))
+    if task == "classification":
+        y_real, y_syn, y_test = (_labels_fast(f[target]) for f in (train, ctx.synthetic, test))
+        classes_all = np.unique(np.concatenate([y_real, y_syn, y_test]).astype(str)).astype(object)
+        y_real, y_syn, y_test = (y.astype(str).astype(object) for y in (y_real, y_syn, y_test))
+        counts = {c: np.sum(y_real == c) for c in np.unique(y_real)}
+        positive = min(counts, key=counts.get) if len(counts) == 2 else None
+        scores = CLASSIFICATION_SCORES
+    else:
+        keep = [np.isfinite(numeric(f[target])) for f in (train, ctx.synthetic, test)]
+        X_real, X_syn, X_test = X_real[keep[0]], X_syn[keep[1]], X_test[keep[2]]
+        y_real, y_syn, y_test = (numeric(f[target])[k] for f, k in zip((train, ctx.synthetic, test), keep))
+        classes_all, positive, scores = None, None, REGRESSION_SCORES
+    data = {"real": (X_real, y_real), "synthetic": (X_syn, y_syn)}
+    plan = [(name, seed, src) for name in ctx.models
+            for seed in (ctx.seeds[:1] if name in DETERMINISTIC else ctx.seeds) for src in data]
+    results = run_tasks(_task, [(name, task, seed, *data[src], X_test, y_test, classes_all, positive)
+                                for name, seed, src in plan], ctx.n_jobs)
+    by_key = dict(zip(plan, results))
+    rows: list[Row] = []
+    fig: dict[str, dict[str, list]] = {}
+    for name in ctx.models:
+        seeds = ctx.seeds[:1] if name in DETERMINISTIC else ctx.seeds
+        extra = "deterministic model: one fit" if name in DETERMINISTIC and len(ctx.seeds) > 1 else ""
+        for s in scores:
+            per = {src: [by_key[(name, seed, src)][s] for seed in seeds] for src in data}
+            per["diff"] = [(abs(a[0] - b[0]), a[1] or b[1]) for a, b in zip(per["real"], per["synthetic"])]
+            for src in ("real", "synthetic", "diff"):
+                values = [v for v, _ in per[src]]
+                reasons = [r for _, r in per[src] if r]
+                why = (f"{src}-trained: " if src != "diff" else "") + reasons[0] if reasons else ""
+                rows.append(row(f"ml_efficacy.{s}.{src}", name, values,
+                                note=why if not np.all(np.isfinite(values)) else "; ".join(filter(None, [note, extra]))))
+            fig.setdefault(s, {})[name] = [_mean_or_none([v for v, _ in per[src]]) for src in data]
+    return rows, {"ml_efficacy": {"task": task, "target": target, "scores": fig}}
+
+
+def _task(name, task, seed, X, y, X_test, y_test, classes_all, positive):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return _fit_scores(name, task, seed, 1, X, y, X_test, y_test, classes_all, positive)
+
+
+def _mean_or_none(values: list[float]) -> float | None:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else None

@@ -1,0 +1,238 @@
+"""Seed 004's quality scores (§3.2), each on a 0-100 scale where 100 is perfect.
+
+**Resemblance** (``quality.resemblance``) is the mean of five similarities, each reported too:
+
+* ``quality.column_similarity`` — per column, the correlation between the real and synthetic column. The
+  rows of two tables are not paired, so both columns are aligned by rank: numeric columns compare their
+  quantile functions (1,000 levels) with Pearson's r; categorical columns compare their sorted label
+  sequences at the same levels with Theil's U(real | synthetic). Negative values count as 0.
+* ``quality.correlation_similarity`` — Pearson's r between the off-diagonal entries of the real and
+  synthetic association matrices (Pearson / Theil's U / correlation ratio, :mod:`.similarity`); 1 when they
+  are equal, negative values count as 0.
+* ``quality.statistical_similarity`` — per numeric column, Spearman's rho between the vectors (min, max,
+  median, mean, standard deviation) of real and synthetic; negative values count as 0.
+* ``quality.js_similarity`` — per column, 1 - Jensen-Shannon distance (base 2) on the 1-way histogram bins.
+* ``quality.ks_similarity`` — per column, 1 - Kolmogorov-Smirnov distance (numeric: two-sample KS statistic;
+  categorical: largest CDF gap over the categories in real-frequency order).
+
+**Discriminability** (``quality.discriminability``): XGBoost learns real (0) vs synthetic (1) on equally many
+rows of each (at most ``Limits.discriminator_rows``); out-of-fold probabilities (3 folds) give
+``100 * (1 - 2 * mean |p - 0.5|)``. The paper's "one minus the mean-absolute error" between ``p`` and 0.5
+would lie in [50, 100]; its tables reach 9, so the error is normalised by its maximum 0.5. Folds are grouped by
+row content, so identical rows of the two tables never sit on both sides of a split (a copy of a training row
+is a privacy matter, measured by the attacks, not a resemblance one); identical tables score exactly 100.
+
+**Utility** (``quality.utility``): for each column, XGBoost predicts it from the rest; 3 folds of the real
+rows; per fold one model trained on the other real folds and one on the matching synthetic folds, both
+tested on the held-out real fold. Score per fold: macro F1 (categorical) or D2 absolute error clipped to
+[0, 1] (continuous); the column's score is the 90th percentile over folds; the column's utility is
+``min(synthetic / real, 1)`` (undefined when the real score is 0); ``quality.utility`` is 100 x the mean.
+Rows are capped at ``Limits.per_column_rows`` per table; a categorical target keeps its 9 most frequent real
+categories and merges the rest into one "other" class (so a 41-category column costs 10 trees per round, not
+41: a speed cap that changes the task only for rare categories).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import ks_2samp, spearmanr
+from sklearn import metrics as skm
+from sklearn.model_selection import GroupKFold
+
+from dpsynth.evaluate._parallel import run_tasks
+from dpsynth.evaluate._prep import _labels_fast, hist_pair, numeric
+from dpsynth.evaluate.result import Row, row, undefined
+from dpsynth.evaluate.similarity import js_distance, theils_u
+
+__all__ = ["column_similarity", "statistical_similarity", "ks_similarity", "correlation_similarity",
+           "discriminability", "run"]
+
+MAX_CLASSES = 10
+OTHER = "<other>"
+LEVELS = np.linspace(0.0005, 0.9995, 1000)
+
+
+def column_similarity(real: pd.Series, synthetic: pd.Series, kind: str) -> float:
+    """Rank-aligned correlation of one column (module docstring), in [0, 1]; NaN if a side is empty."""
+    if kind == "categorical":
+        a, b = _labels_fast(real), _labels_fast(synthetic)
+        order = {c: i for i, c in enumerate(pd.Series(a).value_counts().index)}
+        ra = np.sort(pd.Series(a).map(order).to_numpy(dtype=float))
+        rb = np.sort(pd.Series(b).map(order).fillna(len(order)).to_numpy(dtype=float))
+        qa, qb = ra[(LEVELS * len(ra)).astype(int)], rb[(LEVELS * len(rb)).astype(int)]
+        return theils_u(qa.astype(int), qb.astype(int))
+    x, y = numeric(real), numeric(synthetic)
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if x.size == 0 or y.size == 0:
+        return float("nan")
+    qx, qy = np.quantile(x, LEVELS), np.quantile(y, LEVELS)
+    if np.array_equal(qx, qy):
+        return 1.0
+    if qx.std() == 0 or qy.std() == 0:
+        return 0.0
+    return float(max(np.corrcoef(qx, qy)[0, 1], 0.0))
+
+
+def _stats(v: np.ndarray) -> np.ndarray:
+    return np.array([v.min(), v.max(), np.median(v), v.mean(), v.std()])
+
+
+def statistical_similarity(real: pd.Series, synthetic: pd.Series) -> float:
+    """Spearman's rho of (min, max, median, mean, std), clipped at 0; 1 for equal statistics."""
+    x, y = numeric(real), numeric(synthetic)
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if x.size == 0 or y.size == 0:
+        return float("nan")
+    a, b = _stats(x), _stats(y)
+    if np.allclose(a, b):
+        return 1.0
+    rho = spearmanr(a, b).statistic
+    return float(max(rho, 0.0)) if np.isfinite(rho) else 0.0
+
+
+def ks_similarity(real: pd.Series, synthetic: pd.Series, kind: str) -> float:
+    """1 - Kolmogorov-Smirnov distance (module docstring)."""
+    if kind == "categorical":
+        _, p, q = hist_pair(real, synthetic, "categorical")
+        return float(1.0 - np.max(np.abs(np.cumsum(p) - np.cumsum(q))))
+    x, y = numeric(real), numeric(synthetic)
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if x.size == 0 or y.size == 0:
+        return float("nan")
+    return float(1.0 - ks_2samp(x, y).statistic)
+
+
+def correlation_similarity(real_m: pd.DataFrame, synth_m: pd.DataFrame) -> float:
+    """Pearson's r between off-diagonal association entries (undefined entries count as 0), clipped at 0."""
+    mask = ~np.eye(len(real_m), dtype=bool)
+    a, b = np.nan_to_num(real_m.to_numpy()[mask]), np.nan_to_num(synth_m.to_numpy()[mask])
+    if np.allclose(a, b):
+        return 1.0
+    if a.size < 2 or a.std() == 0 or b.std() == 0:
+        return 0.0
+    return float(max(np.corrcoef(a, b)[0, 1], 0.0))
+
+
+def _xgb(task: str, n_jobs: int, seed: int, n_estimators: int = 50):
+    from xgboost import XGBClassifier, XGBRegressor
+
+    kw = dict(n_estimators=n_estimators, max_depth=6, tree_method="hist", n_jobs=n_jobs, random_state=seed,
+              verbosity=0)
+    return XGBClassifier(base_score=0.5, **kw) if task == "classification" else XGBRegressor(**kw)
+
+
+def discriminability(real_x: np.ndarray, synth_x: np.ndarray, groups: np.ndarray, *, seed: int, n_jobs: int) -> float:
+    """100 * (1 - 2 mean |p - 0.5|) of out-of-fold real-vs-synthetic probabilities (module docstring)."""
+    X = np.vstack([real_x, synth_x])
+    y = np.r_[np.zeros(len(real_x)), np.ones(len(synth_x))]
+    proba = np.full(len(X), 0.5)
+    n_splits = min(3, len(np.unique(groups)))
+    if n_splits < 2:
+        return 100.0
+    for tr, te in GroupKFold(n_splits=n_splits).split(X, y, groups):
+        if len(np.unique(y[tr])) < 2:
+            continue
+        proba[te] = _xgb("classification", n_jobs, seed, 100).fit(X[tr], y[tr]).predict_proba(X[te])[:, 1]
+    return float(100.0 * (1.0 - 2.0 * np.mean(np.abs(proba - 0.5))))
+
+
+def _resemblance(ctx) -> list[Row]:
+    per = {"column_similarity": [], "statistical_similarity": [], "js_similarity": [], "ks_similarity": []}
+    for c, kind in ctx.kinds.items():
+        per["column_similarity"].append(column_similarity(ctx.real[c], ctx.synthetic[c], kind))
+        _, p, q = hist_pair(ctx.real[c], ctx.synthetic[c], kind)
+        per["js_similarity"].append(1.0 - js_distance(p, q))
+        per["ks_similarity"].append(ks_similarity(ctx.real[c], ctx.synthetic[c], kind))
+        if kind != "categorical":
+            per["statistical_similarity"].append(statistical_similarity(ctx.real[c], ctx.synthetic[c]))
+    real_m, synth_m = ctx.association()
+    per["correlation_similarity"] = [correlation_similarity(real_m, synth_m)]
+    rows, parts = [], []
+    for name, vals in per.items():
+        vals = [v for v in vals if np.isfinite(v)]
+        if not vals:
+            rows.append(undefined(f"quality.{name}", "(all)", "no column it applies to has values"))
+            continue
+        parts.append(100.0 * float(np.mean(vals)))
+        rows.append(row(f"quality.{name}", "(all)", parts[-1]))
+    rows.append(row("quality.resemblance", "(all)", float(np.mean(parts)), note=f"mean of {len(parts)} similarities"))
+    return rows
+
+
+def _utility(ctx) -> list[Row]:
+    cap = ctx.limits.per_column_rows
+    real, synth = ctx.capped(ctx.real, cap, 41), ctx.capped(ctx.synthetic, cap, 42)
+    enc = ctx.encoder()
+    xr, xs = enc.transform(real), enc.transform(synth)
+    fr, fs = ctx.rng(43).permutation(len(real)) % 3, ctx.rng(43).permutation(len(synth)) % 3
+    plan, tasks = [], []
+    for col, kind in ctx.kinds.items():
+        b = enc.blocks[col]
+        keep = np.r_[0:b.start, b.stop:enc.width]
+        task = "classification" if kind == "categorical" else "regression"
+        if kind == "categorical":
+            yr, ys = _top_classes(_labels_fast(real[col]).astype(str), _labels_fast(synth[col]).astype(str))
+        else:
+            yr, ys = numeric(real[col]), numeric(synth[col])
+        for k in range(3):
+            test = fr == k
+            for src, X, y, folds in (("real", xr, yr, fr), ("synthetic", xs, ys, fs)):
+                plan.append((col, src))
+                tasks.append((task, X[folds != k][:, keep], y[folds != k], xr[test][:, keep], yr[test], ctx.seeds[0]))
+    results = run_tasks(_fold_score, tasks, ctx.n_jobs)
+    rows, ratios = [], []
+    for col in ctx.kinds:
+        scores = {src: [v for (c, s), v in zip(plan, results) if c == col and s == src] for src in ("real", "synthetic")}
+        s_real, s_syn = (np.nanpercentile(scores[s], 90) if np.any(np.isfinite(scores[s])) else np.nan
+                         for s in ("real", "synthetic"))
+        if not np.isfinite(s_real) or s_real <= 0:
+            rows.append(undefined("quality.column_utility", col, "real-trained score is 0 or undefined: no ratio"))
+            continue
+        ratios.append(min(float(s_syn) / float(s_real), 1.0) if np.isfinite(s_syn) else 0.0)
+        rows.append(row("quality.column_utility", col, 100.0 * ratios[-1]))
+    if ratios:
+        rows.append(row("quality.utility", "(all)", 100.0 * float(np.mean(ratios)), note=f"mean over {len(ratios)} columns"))
+    else:
+        rows.append(undefined("quality.utility", "(all)", "no column has a positive real-trained score"))
+    return rows
+
+
+def _top_classes(yr: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the MAX_CLASSES - 1 most frequent real categories; merge the rest into one "other" class."""
+    counts = pd.Series(yr).value_counts()
+    if len(counts) <= MAX_CLASSES:
+        return yr, ys
+    top = set(counts.index[: MAX_CLASSES - 1])
+    return (np.where(np.isin(yr, list(top)), yr, OTHER), np.where(np.isin(ys, list(top)), ys, OTHER))
+
+
+def _fold_score(task: str, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, seed: int) -> float:
+    if task == "regression":
+        ok, ok_t = np.isfinite(y), np.isfinite(y_test)
+        if ok.sum() == 0 or ok_t.sum() == 0 or np.all(y_test[ok_t] == y_test[ok_t][0]):
+            return np.nan
+        pred = _xgb(task, 1, seed).fit(X[ok], y[ok]).predict(X_test[ok_t])
+        return float(np.clip(skm.d2_absolute_error_score(y_test[ok_t], pred), 0.0, 1.0))
+    classes = np.unique(y)
+    if len(classes) < 2:  # a constant model: still a (degenerate) predictor with a score
+        pred = np.full(len(y_test), classes[0] if len(classes) else "")
+    else:
+        codes = np.searchsorted(classes, y)
+        pred = classes[_xgb(task, 1, seed).fit(X, codes).predict(X_test).astype(int)]
+    return float(skm.f1_score(y_test, pred, average="macro", zero_division=0))
+
+
+def run(ctx) -> tuple[list[Row], dict]:
+    rows = _resemblance(ctx)
+    cap = ctx.limits.discriminator_rows
+    n = min(len(ctx.real), len(ctx.synthetic), cap)
+    real, synth = ctx.capped(ctx.real, n, 51), ctx.capped(ctx.synthetic, n, 52)
+    enc = ctx.encoder()
+    hashes = pd.util.hash_pandas_object(pd.concat([real, synth]).astype(str), index=False).to_numpy()
+    groups = pd.factorize(hashes)[0]
+    score = discriminability(enc.transform(real), enc.transform(synth), groups, seed=ctx.seeds[0], n_jobs=ctx.n_jobs)
+    note = f"{n} rows per table" + ("" if n == len(ctx.real) == len(ctx.synthetic) else " (balanced subsample)")
+    rows.append(row("quality.discriminability", "(all)", score, note=note))
+    rows += _utility(ctx)
+    return rows, {}

@@ -1,0 +1,142 @@
+"""One self-contained HTML report: ledger, summary table, plots (embedded PNG), extra sections.
+
+``build_report`` returns the HTML text; ``write_report`` writes it atomically. Other engineers add a section
+with ``extra_sections=[(title, html_fragment), ...]`` (e.g. the privacy-risk results); fragments are inserted
+as given, so they must be trusted HTML produced by dpsynth code, not user text.
+
+The page needs no network: images are ``data:`` URIs and the only script is an inline check that marks the
+page (``<body data-rendered="ok">``, and the text of ``#render-status``) once every image has decoded with a
+non-zero size, so a headless browser test can tell a broken figure from a working one.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dpsynth._io import atomic_write_text
+from dpsynth.evaluate.figures import render_all
+from dpsynth.evaluate.result import EvaluationResult
+
+__all__ = ["build_report", "write_report", "ledger_html", "table_html"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
+h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.8em}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
+th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.grid{display:flex;flex-wrap:wrap;gap:.6em}.grid figure{margin:0}figcaption{font-size:.75em;color:#555}
+img{max-width:100%;height:auto}.note{color:#a33}.muted{color:#777;font-size:.85em}
+details summary{cursor:pointer;margin:.5em 0}
+"""
+
+_CHECK_JS = """
+(function(){
+  function check(){
+    var imgs=document.images, bad=[];
+    for(var i=0;i<imgs.length;i++){ if(!(imgs[i].complete && imgs[i].naturalWidth>0)) bad.push(imgs[i].alt||String(i)); }
+    var status=document.getElementById('render-status');
+    var ok=bad.length===0;
+    document.body.setAttribute('data-rendered', ok ? 'ok' : 'failed');
+    status.textContent = ok ? ('render-check: ok, '+imgs.length+' images') : ('render-check: failed: '+bad.join(', '));
+  }
+  if(document.readyState==='complete'){check();} else {window.addEventListener('load', check);}
+})();
+"""
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "undefined"
+        if math.isinf(value):
+            return "inf"
+        return f"{value:.4g}"
+    return html.escape(str(value))
+
+
+def table_html(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """A plain HTML table (values escaped, floats to 4 significant digits)."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = []
+    for r in rows:
+        cells = []
+        for c in columns:
+            v = r.get(c)
+            cls = ' class="num"' if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
+            if c == "note" and v:
+                cls = ' class="note"'
+            cells.append(f"<td{cls}>{_fmt(v)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def ledger_html(ledger: dict[str, Any]) -> str:
+    """The model's privacy ledger: total (epsilon, delta), mu-GDP / separation if present, per-phase epsilon."""
+    known = ["epsilon", "target_epsilon", "target_delta", "epsilon_pld", "epsilon_rdp", "accountant", "neighbouring"]
+    extra = [k for k, v in ledger.items() if k not in known and k not in ("phases", "entries")
+             and isinstance(v, (int, float, str))]
+    head = [{"quantity": k, "value": ledger[k]} for k in known + extra if k in ledger]
+    parts = [table_html(head, ["quantity", "value"])]
+    phases = ledger.get("phases") or {}
+    if phases:
+        parts.append("<h3>Per phase</h3>" + table_html([{"phase": k, "epsilon": v} for k, v in phases.items()],
+                                                       ["phase", "epsilon"]))
+    entries = ledger.get("entries") or []
+    if entries:
+        rows = [{"phase": e.get("phase"), "mechanism": e.get("mechanism"), "count": e.get("count"),
+                 "extra_delta": e.get("extra_delta"),
+                 "params": ", ".join(f"{k}={v}" for k, v in (e.get("params") or {}).items())} for e in entries]
+        parts.append("<details><summary>Ledger entries</summary>"
+                     + table_html(rows, ["phase", "mechanism", "count", "extra_delta", "params"]) + "</details>")
+    return "\n".join(parts)
+
+
+def build_report(
+    evaluation: EvaluationResult,
+    *,
+    ledger: dict[str, Any] | None = None,
+    extra_sections: Sequence[tuple[str, str]] = (),
+    title: str = "dpsynth evaluation report",
+) -> str:
+    """The report as one HTML string (see the module docstring for its guarantees)."""
+    info = evaluation.info
+    out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+           f"<style>{_CSS}</style></head><body data-rendered='pending'>", f"<h1>{html.escape(title)}</h1>"]
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    out.append(f"<p class='muted'>{html.escape(stamp)} &middot; real rows: {_fmt(info.get('n_real'))} &middot; "
+               f"synthetic rows: {_fmt(info.get('n_synthetic'))} &middot; real test rows: "
+               f"{_fmt(info.get('n_real_test')) or 'none'} &middot; target: {_fmt(info.get('target')) or 'none'} "
+               f"&middot; <span id='render-status'>render-check: pending</span></p>")
+    if ledger is not None:
+        out.append("<h2>Privacy ledger</h2>" + ledger_html(ledger))
+    summary = evaluation.summary().to_dict(orient="records")
+    cols = ["metric", "subject", "value", "spread", "n_seeds", "note"]
+    out.append("<h2>Summary</h2>" + table_html(summary, cols))
+    for section, intro, images in render_all(evaluation.figures):
+        figs = "".join(f"<figure><img alt='{html.escape(cap)}' src='{uri}'><figcaption>{html.escape(cap)}</figcaption>"
+                       f"</figure>" for cap, uri in images)
+        out.append(f"<h2>{html.escape(section)}</h2><p class='muted'>{html.escape(intro)}</p><div class='grid'>{figs}</div>")
+    for section, fragment in extra_sections:
+        out.append(f"<h2>{html.escape(section)}</h2>\n{fragment}")
+    out.append("<h2>All metrics</h2><details><summary>Full table ("
+               f"{len(evaluation.table)} rows)</summary>{table_html(evaluation.table.to_dict(orient='records'), cols)}"
+               "</details>")
+    seconds = info.get("seconds") or {}
+    if seconds:
+        out.append("<p class='muted'>Seconds per metric group: "
+                   + html.escape(", ".join(f"{k} {v:.1f}" for k, v in seconds.items())) + "</p>")
+    out.append(f"<script>{_CHECK_JS}</script></body></html>")
+    return "\n".join(out)
+
+
+def write_report(path: str | os.PathLike, evaluation: EvaluationResult, **kwargs: Any) -> Path:
+    """Write :func:`build_report` to ``path`` atomically (temp file + rename); return the path."""
+    return atomic_write_text(path, build_report(evaluation, **kwargs))
