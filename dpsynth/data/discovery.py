@@ -167,7 +167,7 @@ def _public_schema_stats(data, schema: Schema, ledger, share, rng) -> DPMetadata
             hists[col.name] = _histogram_categorical(data[col.name], col, ledger, sigma, rng)
         else:
             hists[col.name] = _histogram_numeric(data[col.name], col, _public_grid(col), ledger, sigma, rng)
-    return DPMetadata(n_rows, hists, non_private=ledger.non_private)
+    return DPMetadata(n_rows, hists, non_private=ledger.non_private, sigma=sigma)
 
 
 # ---------------------------------------------------------------------------------------------- DP discovery
@@ -191,7 +191,7 @@ def _discover(data: pd.DataFrame, ledger: PrivacyLedger, share: float, rng) -> t
         hists[name] = hist
     if not columns:
         raise InputError("DP discovery found no usable column; declare a schema.")
-    return Schema(tuple(columns), provenance="dp", excluded=tuple(excluded)), DPMetadata(n_rows, hists)
+    return Schema(tuple(columns), provenance="dp", excluded=tuple(excluded)), DPMetadata(n_rows, hists, sigma=sigma)
 
 
 def _is_numeric_or_bool(series: pd.Series) -> bool:

@@ -83,11 +83,13 @@ class DPMetadata:
     n_rows: float
     histograms: dict[str, NumericHistogram | CategoricalHistogram]
     non_private: bool = False
+    sigma: float = 0.0  # std of the Gaussian noise on every released count (0 in non-private mode)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_rows": float(self.n_rows),
             "non_private": self.non_private,
+            "sigma": float(self.sigma),
             "histograms": {k: v.to_dict() for k, v in self.histograms.items()},
         }
 
@@ -96,4 +98,4 @@ class DPMetadata:
         hists: dict[str, NumericHistogram | CategoricalHistogram] = {}
         for k, v in d.get("histograms", {}).items():
             hists[k] = NumericHistogram.from_dict(v) if v["type"] == "numeric" else CategoricalHistogram.from_dict(v)
-        return cls(float(d["n_rows"]), hists, bool(d.get("non_private", False)))
+        return cls(float(d["n_rows"]), hists, bool(d.get("non_private", False)), float(d.get("sigma", 0.0)))
