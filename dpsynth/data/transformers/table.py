@@ -118,6 +118,8 @@ class TableTransformer:
             raise InputError(f"metadata must be a DPMetadata or None. Found {type(metadata).__name__}.")
         rng = as_rng(rng)
         hists = metadata.histograms if metadata is not None else {}
+        if metadata is not None and metadata.sigma > 0:
+            hists = {k: _denoise(h, metadata.sigma) for k, h in hists.items()}
         self.transformers_ = [t.fit(hists.get(t.column.name), rng=rng) for t in self._new_transformers()]
         self.non_private_ = bool(metadata is not None and metadata.non_private)  # exact metadata: not DP
         self._layout()
@@ -271,3 +273,20 @@ class TableTransformer:
         self.non_private_ = bool(state.get("non_private", False))
         self._layout()
         return self
+
+
+def _denoise(hist, sigma: float):
+    """Zero numeric bins whose noisy count is below 2 sigma (post-processing of the DP histogram).
+
+    Clipping noise at 0 leaves positive mass in every empty bin; a mixture fitted on it grows spurious tail
+    modes. Bins below the floor are mostly empty ones; if no bin clears it (tiny data), the histogram is kept.
+    """
+    from dataclasses import replace
+
+    from dpsynth.data.metadata import NumericHistogram
+
+    if not isinstance(hist, NumericHistogram):
+        return hist
+    counts = np.asarray(hist.counts, dtype=float)
+    kept = np.where(counts >= 2.0 * sigma, counts, 0.0)
+    return replace(hist, counts=kept) if kept.sum() > 0 else hist
