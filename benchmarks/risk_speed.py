@@ -1,0 +1,60 @@
+"""Speed of the privacy-risk attacks on Adult (issue 6): prints a table, does not pass/fail.
+
+    python benchmarks/risk_speed.py [--workers 2] [--skip-shadow] [--preset fast|paper]
+
+1. ``assess_risk`` with the default (non-shadow) attacks: 32,561 training rows, a marginals release of the same
+   size (epsilon 1), the 16,281-row test split as control, 1,000 targets. Budget: 3 minutes on 2 cores.
+2. The shadow-model (groundhog) attack, ``fast`` preset, generator = marginals at epsilon 1. Budget: 15 minutes.
+Timings on a shared machine are upper bounds: say so when you quote them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--skip-shadow", action="store_true")
+    ap.add_argument("--skip-default", action="store_true")
+    ap.add_argument("--preset", default="fast", choices=["fast", "paper"])
+    args = ap.parse_args()
+
+    import pandas as pd
+
+    from dpsynth.attacks import GroundhogAttack, LocalExecutor, ModelFactory, assess_risk
+    from dpsynth.datasets import load, schema
+    from dpsynth.models.marginals import MarginalsSynthesizer
+
+    train, test = load("adult")
+    sc = schema("adult")
+    rows = []
+    if not args.skip_default:
+        release = MarginalsSynthesizer().fit(train, epsilon=1.0, delta=1e-5, schema=sc, seed=0).sample(len(train), seed=1)
+        t0 = time.perf_counter()
+        rr = assess_risk(train, release, control=test, executor=LocalExecutor(args.workers), seed=0)
+        total = time.perf_counter() - t0
+        print(rr.summary.drop(columns=["notes"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        rows.append(("assess_risk default attacks (Adult, 1000 targets)", total, 180.0))
+    if not args.skip_shadow:
+        factory = ModelFactory("marginals", epsilon=1.0, delta=1e-5, schema=sc)
+        t0 = time.perf_counter()
+        res = GroundhogAttack(pd.concat([test, train], ignore_index=True), factory, config=args.preset,
+                              executor=LocalExecutor(args.workers), seed=0).evaluate_all()
+        total = time.perf_counter() - t0
+        for f, r in res.items():
+            print(f"shadow {f:12s} accuracy {r.metric('accuracy'):.3f}  privacy gain {r.metric('privacy_gain'):.3f}"
+                  f"  risk {r.value:.3f} [{r.ci[0]:.3f}, {r.ci[1]:.3f}]")
+        rows.append((f"shadow groundhog, {args.preset} preset (marginals eps=1)", total, 900.0 if args.preset == "fast" else float("nan")))
+    print()
+    print(f"{'task':58s} {'seconds':>9s} {'budget':>8s}  within")
+    for name, secs, budget in rows:
+        ok = "yes" if secs <= budget else ("n/a" if budget != budget else "NO")
+        print(f"{name:58s} {secs:9.1f} {budget:8.0f}  {ok}")
+    print(f"(workers: {args.workers}; wall-clock on this machine, shared with other jobs)")
+
+
+if __name__ == "__main__":
+    main()
