@@ -1,0 +1,218 @@
+"""Quality benchmark on Adult (issue 5 item 5): fit, sample, evaluate; mean ± std over seeds.
+
+For each model and seed: fit on the official Adult train split (32,561 rows) at the given epsilon
+(delta = 1e-5), sample as many rows, and report
+
+- fit time and sample time (seconds; wall clock, torch limited to ``--threads`` threads);
+- train-on-synthetic / test-on-real (adult.test, 16,281 rows) accuracy, ROC AUC and F1 of XGBoost and of
+  logistic regression predicting ``income`` (positive class ``>50K``);
+- mean total variation distance of all 1-way and all 2-way marginals between synthetic and real train data
+  (numeric columns cut at deciles of the real train column, missing values a category of their own);
+- the ledger's epsilon.
+
+Examples::
+
+    python benchmarks/adult_quality.py                                  # everything, 3 seeds (long)
+    python benchmarks/adult_quality.py --models dp-tldm --seeds 0 --epsilon 1
+    python benchmarks/adult_quality.py --models dp-tldm --epsilon inf --rows 5000
+
+The "real" row (XGBoost / LR trained on the real train split) is printed once as the reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+
+TARGET = "income"
+POSITIVE = ">50K"
+
+
+# ---------------------------------------------------------------------------------------------- metrics
+def _design(train: pd.DataFrame, test: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One-hot categoricals (categories of the union), numbers as floats; y = (income == >50K)."""
+    feats = [c for c in train.columns if c != TARGET]
+    both = pd.concat([train[feats], test[feats]], keys=["a", "b"])
+    cat = [c for c in feats if not pd.api.types.is_numeric_dtype(both[c])]
+    num = [c for c in feats if c not in cat]
+    parts = [both[num].astype(float).fillna(both[num].astype(float).median())]
+    for c in cat:
+        parts.append(pd.get_dummies(both[c].astype("object").fillna("?"), prefix=c, dtype=float))
+    x = pd.concat(parts, axis=1).to_numpy(dtype=np.float32)
+    n = len(train)
+    y_tr = (train[TARGET].astype(str).str.strip().str.rstrip(".") == POSITIVE).to_numpy()
+    y_te = (test[TARGET].astype(str).str.strip().str.rstrip(".") == POSITIVE).to_numpy()
+    return x[:n], y_tr.astype(int), x[n:], y_te.astype(int)
+
+
+def utility(train: pd.DataFrame, test: pd.DataFrame, *, seed: int = 0) -> dict[str, float]:
+    """Accuracy / AUC / F1 on ``test`` of XGBoost and logistic regression trained on ``train``."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from xgboost import XGBClassifier
+
+    x_tr, y_tr, x_te, y_te = _design(train, test)
+    out: dict[str, float] = {}
+    models = {
+        "xgb": XGBClassifier(n_estimators=200, max_depth=6, learning_rate=0.1, n_jobs=2, random_state=seed,
+                             tree_method="hist"),
+        "lr": make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)),
+    }
+    for name, clf in models.items():
+        if len(np.unique(y_tr)) < 2:  # a degenerate synthetic label column: score as a constant predictor
+            p = np.full(len(y_te), float(y_tr[0]) if len(y_tr) else 0.0)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                clf.fit(x_tr, y_tr)
+            p = clf.predict_proba(x_te)[:, 1]
+        pred = (p >= 0.5).astype(int)
+        out[f"{name}_acc"] = accuracy_score(y_te, pred)
+        out[f"{name}_auc"] = roc_auc_score(y_te, p) if len(np.unique(p)) > 1 else 0.5
+        out[f"{name}_f1"] = f1_score(y_te, pred, zero_division=0)
+    return out
+
+
+def _discretise(real: pd.DataFrame, other: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    a, b = {}, {}
+    for c in real.columns:
+        if pd.api.types.is_numeric_dtype(real[c]):
+            edges = np.unique(np.nanquantile(real[c].astype(float), np.linspace(0, 1, 11)))
+            cut = lambda s: np.where(s.isna(), -1, np.searchsorted(edges[1:-1], s.astype(float), side="right"))  # noqa: E731
+            a[c], b[c] = cut(real[c]), cut(pd.to_numeric(other[c], errors="coerce"))
+        else:
+            a[c] = real[c].astype("object").fillna("?").astype(str).to_numpy()
+            b[c] = other[c].astype("object").fillna("?").astype(str).to_numpy()
+    return pd.DataFrame(a), pd.DataFrame(b)
+
+
+def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame) -> dict[str, float]:
+    """Mean TVD over all 1-way and over all 2-way marginals (see the module docstring for the bins)."""
+    a, b = _discretise(real, synth)
+
+    def tvd(cols: list[str]) -> float:
+        p = a.groupby(cols).size() / len(a)
+        q = b.groupby(cols).size() / max(len(b), 1)
+        return 0.5 * float(p.sub(q, fill_value=0).abs().sum())
+
+    one = [tvd([c]) for c in a.columns]
+    two = [tvd(list(pair)) for pair in itertools.combinations(a.columns, 2)]
+    return {"tvd1": float(np.mean(one)), "tvd2": float(np.mean(two))}
+
+
+# ---------------------------------------------------------------------------------------------- runner
+def run_one(model_name: str, train: pd.DataFrame, test: pd.DataFrame, *, epsilon: float, delta: float,
+            seed: int, rows: int, params: dict) -> dict[str, float]:
+    from dpsynth.models import get_model_class
+
+    model = get_model_class(model_name)(**params)
+    t0 = time.perf_counter()
+    model.fit(train, epsilon=epsilon, delta=delta, seed=seed, schema=_schema(train))
+    fit_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    synth = model.sample(rows, seed=seed + 1000)
+    sample_s = time.perf_counter() - t0
+    res = {"fit_s": fit_s, "sample_s": sample_s, "epsilon": model.ledger_.epsilon()}
+    res.update(utility(synth, test, seed=seed))
+    res.update(marginal_tvd(train, synth))
+    return res
+
+
+def _schema(train: pd.DataFrame):
+    """The public Adult schema shipped with dpsynth when available, else None (DP discovery)."""
+    try:
+        from dpsynth.datasets import schema as dataset_schema
+
+        return dataset_schema("adult")
+    except (ImportError, AttributeError):
+        return None
+
+
+COLUMNS = ["fit_s", "sample_s", "xgb_acc", "xgb_auc", "xgb_f1", "lr_acc", "lr_auc", "lr_f1", "tvd1", "tvd2",
+           "epsilon"]
+
+
+def _fmt(values: list[float]) -> str:
+    v = np.asarray(values, dtype=float)
+    if np.isinf(v).any():
+        return "inf"
+    return f"{v.mean():.3f}" if len(v) == 1 else f"{v.mean():.3f}±{v.std(ddof=1):.3f}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    import torch
+
+    from dpsynth.models import available_models
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="dp-tldm,dp-auto-gan,marginals", help="comma-separated model names")
+    ap.add_argument("--epsilon", default="1,inf", help="comma-separated epsilons; 'inf' = non-private mode")
+    ap.add_argument("--delta", type=float, default=1e-5)
+    ap.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    ap.add_argument("--rows", type=int, default=0, help="train rows to use (0 = all 32,561); also rows sampled")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--param", action="append", default=[], help="hyper-parameter key=value passed to every selected model (repeatable)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    from dpsynth.datasets import load
+
+    train, test = load("adult")
+    if args.rows:
+        train = train.sample(n=args.rows, random_state=0).reset_index(drop=True)
+    params = {}
+    for kv in args.param:
+        k, _, v = kv.partition("=")
+        params[k] = _parse_value(v)
+    registered = set(available_models())
+    models = [m for m in args.models.split(",") if m]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    epsilons = [math.inf if e.strip() == "inf" else float(e) for e in args.epsilon.split(",")]
+
+    real = utility(train, test)
+    print(f"real data ({len(train)} rows): " + ", ".join(f"{k} {v:.3f}" for k, v in real.items()), flush=True)
+    header = "| model | epsilon | " + " | ".join(COLUMNS) + " |"
+    rows_out = []
+    for model_name, eps in itertools.product(models, epsilons):
+        if model_name not in registered:
+            print(f"skip {model_name}: not registered (available: {', '.join(sorted(registered))})", flush=True)
+            continue
+        runs = []
+        for seed in seeds:
+            r = run_one(model_name, train, test, epsilon=eps, delta=args.delta, seed=seed,
+                        rows=len(train), params=params)
+            print(f"  {model_name} eps={eps} seed={seed}: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items()),
+                  flush=True)
+            runs.append(r)
+        rows_out.append(f"| {model_name} | {eps:g} | " + " | ".join(_fmt([r[c] for r in runs]) for c in COLUMNS)
+                        + " |")
+    print(f"\n{len(seeds)} seed(s), {len(train)} train rows, {args.threads} torch threads\n")
+    print(header)
+    print("|" + "---|" * (len(COLUMNS) + 2))
+    for line in rows_out:
+        print(line)
+
+
+def _parse_value(v: str):
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    if v.lower() in ("true", "false"):
+        return v.lower() == "true"
+    if "," in v:
+        return [_parse_value(x) for x in v.split(",")]
+    return v
+
+
+if __name__ == "__main__":
+    main()

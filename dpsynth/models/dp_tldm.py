@@ -1,0 +1,272 @@
+"""DP-TLDM (seed 004 §5): a DP VAE with per-column output heads, then a DP denoising diffusion model on its latents.
+
+Algorithm (seed 004 Alg. 1, with the privacy fixes of DESIGN.md §1):
+
+1. **Encoding.** A :class:`~dpsynth.data.transformers.TableTransformer` fitted only on the public schema and the
+   DP metadata (``metadata_``, already paid for); ``epsilon=inf`` may fit it on the rows (``fit_exact``).
+2. **VAE phase** (``phase="vae"``): encoder and decoder trained together with DP-SGD on the negative ELBO
+   (Gaussian heads for tanh spans, categorical heads for softmax spans; :class:`TabularVAE`).
+3. **Diffusion phase** (``phase="diffusion"``): a DDPM noise predictor (MLP on ``[z_t, emb(t)]``) trained with
+   DP-SGD on latents ``z = mu(x) + sd(x) * e`` of the private rows under the frozen DP encoder.
+4. **Sampling** (post-processing): DDIM/DDPM reverse process on ``sample_steps`` strided steps -> decoder heads
+   (Gaussian draw on numbers, softmax probabilities on categories) -> inverse transform drawing categories.
+
+Privacy guarantees:
+- Seed 004 trains the diffusion model non-privately on ``encoder(x)`` and calls it post-processing. It is not:
+  the latents are a function of each private row. Here the diffusion phase is its own DP-SGD run, composed with
+  the metadata and VAE phases in the one ledger (PLD/RDP accountant; never a sum of per-phase epsilons).
+- Budget split, explicit and recorded in ``budget_``: the VAE noise is calibrated so the composed ledger reaches
+  at most ``spent + vae_share * (target - spent)`` (``spent`` = metadata phase), the diffusion noise so the final
+  composed epsilon is at most the target. The engine stops before the target would be exceeded.
+- Clipping (``clipping``): ``"per_example"`` (default; sensitivity C) or seed 004's ``"batch"`` clipping of the
+  batch-mean gradient, whose sensitivity is 2C (not C as in the seed): the noise std is 2 * C * sigma. Both use
+  true Poisson sampling with ``q = batch_size / n_dp``, ``n_dp = metadata_.n_rows`` (the DP row count), which is
+  also the divisor of the noisy sum and the row count written to the ledger (the exact count is never saved).
+- The ledger's Gaussian-DP view (mu by the Poisson CLT and by seed 004's formula, and the separation) is stored in
+  ``gdp_``: it is an approximation shown beside the guarantee, which is the ledger's (epsilon, delta).
+- The model file holds the VAE decoder, the denoiser, the transformer state (public/DP) and the ledger; the
+  encoder is dropped (sampling never uses it). No training rows, no losses (non-DP statistics), no pickle.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from dpsynth.data.transformers import TableTransformer
+from dpsynth.errors import InputError
+from dpsynth.models import register
+from dpsynth.models._tldm_train import plan_phase, run_phase
+from dpsynth.models.base import Synthesizer
+from dpsynth.models.networks.diffusion import Denoiser, ddim_sample, noise_schedule
+from dpsynth.models.networks.vae import TabularVAE
+from dpsynth.privacy.gdp import ledger_gdp_report
+
+__all__ = ["DPTLDM"]
+
+_CHUNK = 65_536
+
+
+@register
+class DPTLDM(Synthesizer):
+    """DP tabular latent diffusion model. All arguments are keyword-only hyper-parameters.
+
+    Args:
+        numeric / categorical: encodings of the :class:`TableTransformer`.
+        latent_dim, vae_hidden, vae_layers, beta: VAE size and KL weight.
+        denoiser_hidden, denoiser_layers: size of the noise-prediction MLP.
+        vae_batch_size, vae_epochs, diffusion_batch_size, diffusion_epochs: expected Poisson batch sizes and
+            epochs of the DP phases (q = B / n_dp, steps = ceil(epochs / q)).
+        vae_share: fraction of the budget left after metadata that the VAE phase may bring the ledger to.
+        max_grad_norm, clipping: C and the clipping mode (``"per_example"`` or ``"batch"``; see module doc).
+        learning_rate: Adam step size of both phases.
+        diffusion_steps, schedule: T and the noise schedule (``"cosine"`` or ``"linear"``).
+        sample_steps, sample_eta: reverse steps used at sampling (strided) and DDIM eta (1 = DDPM-like).
+        latent_sampler: ``"diffusion"`` (TLDM) or ``"prior"`` (plain DP-VAE: z ~ N(0, I); skips the diffusion
+            phase and gives its budget to the VAE) — an ablation.
+        nonprivate_epochs, nonprivate_batch_size: training length of each phase in non-private mode.
+    """
+
+    name = "dp-tldm"
+    fast_params = {"latent_dim": 4, "vae_hidden": 32, "vae_layers": 1, "denoiser_hidden": 32, "denoiser_layers": 1,
+                   "vae_batch_size": 200, "vae_epochs": 2, "diffusion_batch_size": 200, "diffusion_epochs": 2,
+                   "diffusion_steps": 50, "sample_steps": 5, "nonprivate_epochs": 2}
+
+    def __init__(
+        self,
+        *,
+        numeric: str = "quantile",
+        categorical: str = "onehot",
+        latent_dim: int = 16,
+        vae_hidden: int = 256,
+        vae_layers: int = 2,
+        beta: float = 1.0,
+        denoiser_hidden: int = 256,
+        denoiser_layers: int = 2,
+        vae_batch_size: int = 1024,
+        vae_epochs: float = 10.0,
+        diffusion_batch_size: int = 1024,
+        diffusion_epochs: float = 10.0,
+        vae_share: float = 0.6,
+        max_grad_norm: float = 1.0,
+        clipping: str = "per_example",
+        learning_rate: float = 1e-3,
+        diffusion_steps: int = 1000,
+        schedule: str = "cosine",
+        sample_steps: int = 20,
+        sample_eta: float = 1.0,
+        latent_sampler: str = "diffusion",
+        nonprivate_epochs: int = 30,
+        nonprivate_batch_size: int = 256,
+    ):
+        self.numeric = numeric
+        self.categorical = categorical
+        self.latent_dim = latent_dim
+        self.vae_hidden = vae_hidden
+        self.vae_layers = vae_layers
+        self.beta = beta
+        self.denoiser_hidden = denoiser_hidden
+        self.denoiser_layers = denoiser_layers
+        self.vae_batch_size = vae_batch_size
+        self.vae_epochs = vae_epochs
+        self.diffusion_batch_size = diffusion_batch_size
+        self.diffusion_epochs = diffusion_epochs
+        self.vae_share = vae_share
+        self.max_grad_norm = max_grad_norm
+        self.clipping = clipping
+        self.learning_rate = learning_rate
+        self.diffusion_steps = diffusion_steps
+        self.schedule = schedule
+        self.sample_steps = sample_steps
+        self.sample_eta = sample_eta
+        self.latent_sampler = latent_sampler
+        self.nonprivate_epochs = nonprivate_epochs
+        self.nonprivate_batch_size = nonprivate_batch_size
+
+    # ------------------------------------------------------------------ networks
+    def _check_params(self) -> None:
+        if self.clipping not in ("per_example", "batch"):
+            raise InputError(f"clipping must be 'per_example' or 'batch' (seed 004). Found {self.clipping!r}.")
+        if self.latent_sampler not in ("diffusion", "prior"):
+            raise InputError(f"latent_sampler must be 'diffusion' or 'prior'. Found {self.latent_sampler!r}.")
+        if not (0.0 < self.vae_share < 1.0) and self.latent_sampler == "diffusion":
+            raise InputError(f"vae_share must be in (0, 1). Found {self.vae_share}.")
+        if self.schedule not in ("cosine", "linear"):
+            raise InputError(f"schedule must be 'cosine' or 'linear'. Found {self.schedule!r}.")
+
+    def _build(self, spans: list[tuple[int, int, str]]) -> None:
+        self.vae_ = TabularVAE(spans, latent_dim=self.latent_dim, hidden=(self.vae_hidden,) * self.vae_layers,
+                               beta=self.beta)
+        self.denoiser_ = Denoiser(self.latent_dim, hidden=(self.denoiser_hidden,) * self.denoiser_layers)
+        self.alpha_bar_ = noise_schedule(self.diffusion_steps, self.schedule)
+
+    # ------------------------------------------------------------------ fit
+    def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
+        self._check_params()
+        ledger = self.ledger_
+        gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+        torch.manual_seed(int(rng.integers(2**62)))  # weight initialisation: data-independent, reproducible
+        self.transformer_ = TableTransformer(self.schema_, numeric=self.numeric, categorical=self.categorical)
+        if ledger.non_private:
+            self.transformer_.fit_exact(frame, non_private=True, rng=rng)
+        else:
+            self.transformer_.fit(self.metadata_, rng=rng)
+        x = torch.from_numpy(self.transformer_.transform(frame, rng=rng))
+        spans = [(s.start, s.end, s.activation) for s in self.transformer_.output_info]
+        self._build(spans)
+        n_rows, n_dp = len(x), float(self.metadata_.n_rows)
+        spent = ledger.epsilon()
+        target = ledger.target_epsilon
+        diffusion = self.latent_sampler == "diffusion"
+        vae_target = target if ledger.non_private or not diffusion else spent + self.vae_share * (target - spent)
+        common = {"n_public": n_dp, "max_grad_norm": self.max_grad_norm, "clipping": self.clipping}
+        np_epochs = self.nonprivate_epochs if ledger.non_private else None
+        run = {"ledger": ledger, "n_rows": n_rows, "n_public": n_dp, "lr": self.learning_rate, "generator": gen,
+               "progress": progress, "nonprivate_batch_size": self.nonprivate_batch_size}
+
+        vae_plan = plan_phase(ledger, phase="vae", batch_size=self.vae_batch_size,
+                              epochs=np_epochs or self.vae_epochs, target_epsilon=vae_target, **common)
+        d = self.latent_dim
+
+        def vae_batch(idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            return x[idx], torch.randn((len(idx), d), generator=gen)
+
+        vae_steps = run_phase(self.vae_, vae_plan, _vae_loss, vae_batch, **run)
+        plans: dict[str, Any] = {"vae": {**_jsonable(vae_plan.to_dict()), "steps_taken": vae_steps}}
+        after_vae = ledger.epsilon()
+
+        if diffusion:
+            with torch.no_grad():
+                mu, logvar = self.vae_.encode(x)  # latents of private rows: read only by the DP-SGD phase below
+                sd = torch.exp(0.5 * logvar)
+            ab = self.alpha_bar_.float()
+            steps_t = self.diffusion_steps
+
+            def diff_batch(idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+                m = len(idx)
+                z0 = mu[idx] + sd[idx] * torch.randn((m, d), generator=gen)
+                t = torch.randint(1, steps_t + 1, (m,), generator=gen)
+                return z0, t.float() / steps_t, ab[t], torch.randn((m, d), generator=gen)
+
+            diff_plan = plan_phase(ledger, phase="diffusion", batch_size=self.diffusion_batch_size,
+                                   epochs=np_epochs or self.diffusion_epochs, target_epsilon=target, **common)
+            diff_steps = run_phase(self.denoiser_, diff_plan, _diffusion_loss, diff_batch, **run)
+            plans["diffusion"] = {**_jsonable(diff_plan.to_dict()), "steps_taken": diff_steps}
+            del mu, sd
+        del x
+        self.budget_ = {
+            "target_epsilon": _num(target), "delta": ledger.target_delta, "metadata_epsilon": _num(spent),
+            "vae_share": self.vae_share if diffusion else 1.0, "epsilon_after_vae": _num(after_vae),
+            "epsilon_total": _num(ledger.epsilon()), "n_rows_dp": n_dp, "phases": plans,
+        }
+        self.gdp_ = _gdp(ledger)
+
+    # ------------------------------------------------------------------ sample
+    def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
+        gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+        if n == 0:
+            return self.transformer_.inverse_transform(np.zeros((0, self.transformer_.output_dim)))
+        parts = []
+        with torch.no_grad():
+            for start in range(0, n, _CHUNK):
+                m = min(_CHUNK, n - start)
+                if self.latent_sampler == "diffusion":
+                    z = ddim_sample(self.denoiser_, m, alpha_bar=self.alpha_bar_, steps=self.sample_steps,
+                                    eta=self.sample_eta, generator=gen)
+                else:
+                    z = torch.randn((m, self.latent_dim), generator=gen)
+                parts.append(self.vae_.generate(z, generator=gen).numpy())
+        arr = np.concatenate(parts)
+        return self.transformer_.inverse_transform(arr, rng=rng, softmax="probs")
+
+    # ------------------------------------------------------------------ state
+    def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        tensors = {f"decoder.{k}": v for k, v in self.vae_.state_dict().items() if not k.startswith(("encoder.", "to_"))}
+        if self.latent_sampler == "diffusion":
+            tensors.update({f"denoiser.{k}": v for k, v in self.denoiser_.state_dict().items()})
+        state = {"transformer": self.transformer_.to_dict(), "budget": self.budget_, "gdp": self.gdp_}
+        return tensors, state
+
+    def _set_state(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
+        self.transformer_ = TableTransformer.from_dict(state["transformer"])
+        self._build([(s.start, s.end, s.activation) for s in self.transformer_.output_info])
+        vae_state = {k[len("decoder."):]: v for k, v in tensors.items() if k.startswith("decoder.")}
+        missing = self.vae_.load_state_dict(vae_state, strict=False).missing_keys
+        if any(not k.startswith(("encoder.", "to_")) for k in missing):
+            raise InputError(f"model file lacks decoder weights: {missing}.")
+        if self.latent_sampler == "diffusion":
+            self.denoiser_.load_state_dict({k[len("denoiser."):]: v for k, v in tensors.items()
+                                            if k.startswith("denoiser.")})
+        self.vae_.eval()
+        self.denoiser_.eval()
+        self.budget_, self.gdp_ = state["budget"], state["gdp"]
+
+
+# ---------------------------------------------------------------------- per-row losses (vmapped by the engine)
+def _vae_loss(model_fn, x: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    return model_fn(x, noise)
+
+
+def _diffusion_loss(model_fn, z0: torch.Tensor, t: torch.Tensor, ab_t: torch.Tensor, eps: torch.Tensor):
+    a = ab_t.unsqueeze(-1)
+    zt = a.sqrt() * z0 + (1 - a).sqrt() * eps
+    return ((model_fn(zt, t) - eps) ** 2).sum(-1)
+
+
+def _num(x: float) -> float | str:
+    return "inf" if math.isinf(x) else float(x)
+
+
+def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: (_num(v) if isinstance(v, float) else v) for k, v in d.items()}
+
+
+def _gdp(ledger) -> dict[str, Any]:
+    if ledger.non_private:
+        return {"note": "non-private mode: no Gaussian-DP guarantee"}
+    return _jsonable(ledger_gdp_report(ledger))
+
