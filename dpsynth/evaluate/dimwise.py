@@ -63,7 +63,7 @@ def run(ctx) -> tuple[list[Row], dict]:
     if test is None:
         train, test = ctx.holdout_split()
         note = "no real_test: tested on a 20% hold-out of real_train (the generator may have seen it)"
-    train, synth, test = ctx.capped(train, cap, 31), ctx.capped(ctx.synthetic, cap, 32), ctx.capped(test, cap, 33)
+    train, synth, test = ctx.capped(train, cap, 31), ctx.capped(ctx.synthetic, cap, 31), ctx.capped(test, cap, 33)
     full = {name: enc.transform(f) for name, f in (("real", train), ("synthetic", synth), ("test", test))}
     rows: list[Row] = []
     points: list[list] = []

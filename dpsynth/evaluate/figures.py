@@ -63,7 +63,7 @@ def heatmaps(data: dict[str, Any], title: str) -> str:
     real = np.asarray(data["real"], float)
     synth = np.asarray(data["synthetic"], float)
     lo = -1.0 if np.nanmin(np.r_[real.ravel(), synth.ravel(), 0.0]) < 0 else 0.0
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8), layout="constrained")
     for ax, mat, label in zip(axes, (real, synth, np.abs(real - synth)), ("real", "synthetic", "|real - synthetic|")):
         im = ax.imshow(mat, vmin=lo if label != "|real - synthetic|" else 0.0, vmax=1.0, cmap="coolwarm" if lo < 0 else "viridis")
         ax.set_title(f"{title}: {label}", fontsize=9)
@@ -114,6 +114,7 @@ def dimwise_prediction(points: list[list]) -> str:
     fig, ax = plt.subplots(figsize=(4.8, 4.5))
     colors = {"f1": "#1f77b4", "auc": "#2ca02c", "r2": "#d62728"}
     lo = 0.0
+    undefined_x: list[float] = []
     for score, color in colors.items():
         pts = [(p[3], p[4]) for p in points if p[2] == score and p[3] is not None]
         if not pts:
@@ -121,7 +122,12 @@ def dimwise_prediction(points: list[list]) -> str:
         xs = np.array([a for a, _ in pts], float)
         ys = np.array([np.nan if b is None else b for _, b in pts], float)
         lo = min(lo, float(np.nanmin(np.r_[xs, ys, 0.0])))
-        ax.scatter(xs, np.nan_to_num(ys, nan=lo), s=18, color=color, label=score, edgecolor="k", linewidth=0.3)
+        ok = np.isfinite(ys)
+        ax.scatter(xs[ok], ys[ok], s=18, color=color, label=score, edgecolor="k", linewidth=0.3)
+        undefined_x.extend(xs[~ok])
+    if undefined_x:  # the paper's brown points: no model could be trained on the synthetic column
+        ax.scatter(undefined_x, np.full(len(undefined_x), max(lo, -1.0)), s=30, marker="x", color="#8c564b",
+                   label="undefined on synthetic")
     _diag(ax, max(lo, -1.0), 1.0)
     ax.set_xlabel("score, trained on real", fontsize=8)
     ax.set_ylabel("score, trained on synthetic", fontsize=8)

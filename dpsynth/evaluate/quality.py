@@ -162,7 +162,7 @@ def _resemblance(ctx) -> list[Row]:
 
 def _utility(ctx) -> list[Row]:
     cap = ctx.limits.per_column_rows
-    real, synth = ctx.capped(ctx.real, cap, 41), ctx.capped(ctx.synthetic, cap, 42)
+    real, synth = ctx.capped(ctx.real, cap, 41), ctx.capped(ctx.synthetic, cap, 41)
     enc = ctx.encoder()
     xr, xs = enc.transform(real), enc.transform(synth)
     fr, fs = ctx.rng(43).permutation(len(real)) % 3, ctx.rng(43).permutation(len(synth)) % 3
@@ -227,7 +227,7 @@ def run(ctx) -> tuple[list[Row], dict]:
     rows = _resemblance(ctx)
     cap = ctx.limits.discriminator_rows
     n = min(len(ctx.real), len(ctx.synthetic), cap)
-    real, synth = ctx.capped(ctx.real, n, 51), ctx.capped(ctx.synthetic, n, 52)
+    real, synth = ctx.capped(ctx.real, n, 51), ctx.capped(ctx.synthetic, n, 51)
     enc = ctx.encoder()
     hashes = pd.util.hash_pandas_object(pd.concat([real, synth]).astype(str), index=False).to_numpy()
     groups = pd.factorize(hashes)[0]

@@ -23,7 +23,7 @@ from dpsynth._io import atomic_write_text
 from dpsynth.evaluate.figures import render_all
 from dpsynth.evaluate.result import EvaluationResult
 
-__all__ = ["build_report", "write_report", "ledger_html", "table_html"]
+__all__ = ["build_report", "write_report", "ledger_html", "table_html", "ml_table_html"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
@@ -50,12 +50,12 @@ _CHECK_JS = """
 """
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: Any, nan: str = "undefined") -> str:
     if value is None:
         return ""
     if isinstance(value, float):
         if math.isnan(value):
-            return "undefined"
+            return nan
         if math.isinf(value):
             return "inf"
         return f"{value:.4g}"
@@ -71,11 +71,37 @@ def table_html(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
         for c in columns:
             v = r.get(c)
             cls = ' class="num"' if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
+            undefined_value = isinstance(r.get("value"), float) and math.isnan(r["value"])
             if c == "note" and v:
-                cls = ' class="note"'
-            cells.append(f"<td{cls}>{_fmt(v)}</td>")
+                cls = ' class="note"' if undefined_value else ' class="muted"'
+            cells.append(f"<td{cls}>{_fmt(v, 'undefined' if c == 'value' else '&ndash;')}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def ml_table_html(ml) -> str:
+    """Pivot of the ``ml_efficacy.<score>.<variant>`` rows: one line per model, one cell per score/variant."""
+    parts = ml.metric.str.split(".", expand=True)
+    ml = ml.assign(score=parts[1], variant=parts[2])
+    scores = list(dict.fromkeys(ml.score))
+    variants = ["real", "synthetic", "diff"]
+    head = "<tr><th rowspan=2>model</th>" + "".join(f"<th colspan=3>{html.escape(s)}</th>" for s in scores) + "</tr>"
+    head += "<tr>" + "".join(f"<th>{v}</th>" for _ in scores for v in variants) + "</tr>"
+    body = []
+    for model in dict.fromkeys(ml.subject):
+        cells = []
+        for s in scores:
+            for v in variants:
+                hit = ml[(ml.subject == model) & (ml.score == s) & (ml.variant == v)]
+                if hit.empty:
+                    cells.append("<td></td>")
+                    continue
+                r = hit.iloc[0]
+                text = _fmt(r.value) + ("" if math.isnan(r.spread) else f" &plusmn; {r.spread:.2g}")
+                title = f" title='{html.escape(r.note)}'" if r.note else ""
+                cells.append(f"<td class='num'{title}>{text}</td>")
+        body.append(f"<tr><td>{html.escape(model)}</td>{''.join(cells)}</tr>")
+    return f"<table><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def ledger_html(ledger: dict[str, Any]) -> str:
@@ -117,9 +143,17 @@ def build_report(
                f"&middot; <span id='render-status'>render-check: pending</span></p>")
     if ledger is not None:
         out.append("<h2>Privacy ledger</h2>" + ledger_html(ledger))
-    summary = evaluation.summary().to_dict(orient="records")
+    t = evaluation.table
     cols = ["metric", "subject", "value", "spread", "n_seeds", "note"]
-    out.append("<h2>Summary</h2>" + table_html(summary, cols))
+    overall = t[(t.subject.isin(["(all)", "(sum)"])) & ~t.metric.str.startswith("ml_efficacy")]
+    out.append("<h2>Summary</h2>" + table_html(overall.to_dict(orient="records"), cols))
+    ml = t[t.metric.str.startswith("ml_efficacy.") & (t.subject != "(all)")]
+    if not ml.empty:
+        out.append("<h3>ML efficacy: mean &plusmn; std over seeds (train on real / on synthetic, |difference|)</h3>"
+                   + ml_table_html(ml))
+    undefined_ml = t[(t.metric == "ml_efficacy") & t.value.isna()]
+    for note in undefined_ml.note:
+        out.append(f"<p class='note'>ML efficacy undefined: {html.escape(note)}</p>")
     for section, intro, images in render_all(evaluation.figures):
         figs = "".join(f"<figure><img alt='{html.escape(cap)}' src='{uri}'><figcaption>{html.escape(cap)}</figcaption>"
                        f"</figure>" for cap, uri in images)

@@ -1,0 +1,96 @@
+"""The HTML report: self-contained, sections present, and rendered for real in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dpsynth.evaluate import Limits, build_report, evaluate, write_report
+
+CHROMIUM = Path("/usr/bin/chromium")
+LEDGER = {"epsilon": 0.98, "target_epsilon": 1.0, "target_delta": 1e-5, "accountant": "best", "mu_gdp": 0.41,
+          "separation": 0.17, "phases": {"vae": 0.7, "diffusion": 0.6},
+          "entries": [{"phase": "vae", "mechanism": "dpsgd", "count": 10, "extra_delta": 0.0, "params": {"sigma": 1.1}}]}
+
+
+@pytest.fixture(scope="module")
+def result(real, real_test):
+    return evaluate(real, real.sample(frac=1.0, random_state=0), real_test=real_test, target="label",
+                    seeds=(0,), n_jobs=1, limits=Limits(per_column_rows=200, discriminator_rows=200))
+
+
+@pytest.fixture(scope="module")
+def report_path(result, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("report") / "report.html"
+    write_report(path, result, ledger=LEDGER, extra_sections=[("Privacy risk", "<p id='risk'>risk section</p>")],
+                 title="Test <report>")
+    return path
+
+
+def test_report_is_self_contained_with_every_section(report_path):
+    text = report_path.read_text(encoding="utf-8")
+    assert "Test &lt;report&gt;" in text  # titles are escaped
+    for section in ("Privacy ledger", "Per phase", "Summary", "ML efficacy", "1-way histograms", "Association matrices",
+                    "2-way PCA marginal", "Dimension-wise scatter plots", "Privacy risk", "All metrics"):
+        assert section in text, section
+    assert "mu_gdp" in text and "separation" in text
+    assert "<p id='risk'>risk section</p>" in text
+    assert not re.search(r"(src|href)=['\"]https?:", text)  # nothing fetched from the network
+    assert len(re.findall(r"<img ", text)) >= 8
+    assert all(src.startswith("data:image/png;base64,") for src in re.findall(r"<img [^>]*src='([^']+)'", text))
+
+
+def test_report_without_ledger_or_figures(result):
+    bare = type(result).from_rows([], {}, {})
+    text = build_report(bare)
+    assert "Privacy ledger" not in text and text.rstrip().endswith("</html>")
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+             "--virtual-time-budget=5000"]
+    return subprocess.run([str(CHROMIUM), *flags, *args], capture_output=True, text=True, timeout=120)
+
+
+def _console_lines(stderr: str) -> list[str]:
+    """Chromium logs every console message (errors included, at INFO level) as ':CONSOLE'; the report logs none."""
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+def test_report_renders_in_headless_chromium(report_path, tmp_path):
+    url = report_path.resolve().as_uri()
+    dom = _chromium(tmp_path, "--dump-dom", url)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    # the page's own check: every <img> decoded with a non-zero natural width
+    assert 'data-rendered="ok"' in dom.stdout, re.findall(r"render-check:[^<]*", dom.stdout)
+    assert not _console_lines(dom.stderr), _console_lines(dom.stderr)
+    shot = tmp_path / "report.png"
+    run = _chromium(tmp_path, "--window-size=1280,3000", f"--screenshot={shot}", url)
+    assert run.returncode == 0 and shot.exists() and shot.stat().st_size > 20_000, run.stderr[-2000:]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+def test_browser_check_catches_a_broken_figure(report_path, tmp_path):
+    broken = tmp_path / "broken.html"
+    text = report_path.read_text(encoding="utf-8")
+    broken.write_text(text.replace("data:image/png;base64,", "data:image/png;base64,AAAA", 1), encoding="utf-8")
+    dom = _chromium(tmp_path, "--dump-dom", broken.resolve().as_uri())
+    assert 'data-rendered="failed"' in dom.stdout
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+def test_browser_check_catches_a_script_error(report_path, tmp_path):
+    bad = tmp_path / "error.html"
+    text = report_path.read_text(encoding="utf-8")
+    bad.write_text(text.replace("</body>", "<script>throw new Error('boom');</script></body>"), encoding="utf-8")
+    dom = _chromium(tmp_path, "--dump-dom", bad.resolve().as_uri())
+    assert any("boom" in line for line in _console_lines(dom.stderr))
