@@ -1,0 +1,55 @@
+"""PATE noisy argmax: events (L1 sensitivity 2 / L2 sqrt 2), charged before release, correct argmax."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from dp_accounting import dp_event
+
+from dpsynth.errors import BudgetExceededError, InputError
+from dpsynth.privacy import PrivacyLedger, noisy_argmax, pate_event, teacher_partition, teacher_votes
+
+
+def test_events_use_vote_histogram_sensitivity():
+    assert pate_event("laplace", 4.0) == dp_event.LaplaceDpEvent(2.0)  # scale / L1 sensitivity 2
+    assert pate_event("gaussian", 3.0) == dp_event.GaussianDpEvent(3.0 / math.sqrt(2))
+    with pytest.raises(InputError):
+        pate_event("exponential", 1.0)
+
+
+def test_laplace_query_costs_two_over_b():
+    ledger = PrivacyLedger(target_epsilon=10, target_delta=1e-5)
+    votes = teacher_votes(torch.randint(3, (20, 1)), 3)
+    noisy_argmax(votes, mechanism="laplace", noise_scale=4.0, ledger=ledger, phase="pate",
+                 generator=torch.Generator().manual_seed(0))
+    assert ledger.entries[0].count == 1
+    assert ledger.epsilon() == pytest.approx(0.5, abs=2e-3)  # one query: pure 2/b-DP
+
+
+def test_all_queries_charged_and_budget_checked_before_release():
+    ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-5)
+    votes = teacher_votes(torch.randint(2, (10, 500)), 2)
+    with pytest.raises(BudgetExceededError):
+        noisy_argmax(votes, mechanism="gaussian", noise_scale=1.0, ledger=ledger, phase="pate",
+                     generator=torch.Generator())
+    assert ledger.entries == []
+
+
+def test_argmax_is_right_with_clear_consensus_and_votes_are_counted():
+    preds = torch.zeros(50, 30, dtype=torch.long)
+    preds[:, 10:] = 2
+    votes = teacher_votes(preds, 3)
+    assert votes.sum(1).eq(50).all() and votes[0, 0] == 50
+    ledger = PrivacyLedger(target_epsilon=50, target_delta=1e-5)
+    labels = noisy_argmax(votes, mechanism="gaussian", noise_scale=5.0, ledger=ledger, phase="pate",
+                          generator=torch.Generator().manual_seed(1))
+    assert labels[:10].eq(0).all() and labels[10:].eq(2).all()
+    assert ledger.entries[0].count == 30
+
+
+def test_teacher_partition_is_disjoint_and_balanced():
+    part = teacher_partition(1000, 7, torch.Generator().manual_seed(0))
+    counts = torch.bincount(part)
+    assert len(counts) == 7 and counts.max() - counts.min() <= 1

@@ -1,0 +1,98 @@
+"""Gradient sanitizer (DP-HOOK / GS-WGAN): clipping, noise, true sensitivity and sampling rate in the event."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from dp_accounting import dp_event
+from scipy import stats
+
+from dpsynth.errors import PrivacyError
+from dpsynth.privacy import GradientSanitizer, PrivacyLedger
+
+DELTA = 1e-5
+
+
+def _san(n_shards=4, batch=64, sigma=2.0, c=0.5, steps=10, target=50.0):
+    ledger = PrivacyLedger(target_epsilon=target, target_delta=DELTA, accountant="rdp")
+    san = GradientSanitizer(max_grad_norm=c, noise_multiplier=sigma, batch_size=batch, ledger=ledger, phase="g",
+                            max_steps=steps, generator=torch.Generator().manual_seed(0), n_shards=n_shards)
+    return san, ledger
+
+
+def test_event_has_true_sensitivity_and_sampling_rate():
+    san, ledger = _san(n_shards=4, batch=64, sigma=2.0)
+    # B rows of one step are one Gaussian of L2 sensitivity 2C sqrt(B), noise std 2C sigma: multiplier sigma/sqrt(B)
+    assert san.sensitivity_per_row == 1.0 and san.noise_std == 2.0
+    assert san.effective_noise_multiplier == pytest.approx(2.0 / 8.0)
+    assert ledger.entries[0].event == dp_event.SampledWithoutReplacementDpEvent(
+        4, 1, dp_event.GaussianDpEvent(2.0 / 8.0))
+
+
+def test_single_discriminator_has_no_amplification_and_warns():
+    with pytest.warns(UserWarning, match="q = 1"):
+        san, ledger = _san(n_shards=1)
+    assert ledger.entries[0].event == dp_event.GaussianDpEvent(san.effective_noise_multiplier)
+
+
+def test_shards_amplify_but_one_shard_costs_the_full_gaussian():
+    one = _san(n_shards=10, batch=16, sigma=8.0)[0].event()  # effective multiplier 8 / sqrt(16) = 2
+    with pytest.warns(UserWarning):
+        full = _san(n_shards=1, batch=16, sigma=8.0)[0].event()
+    ledger = PrivacyLedger(target_epsilon=1e9, target_delta=DELTA)
+    ledger.spend(one, phase="a", mechanism="s", count=100)
+    e_sharded = ledger.epsilon("rdp")
+    ledger2 = PrivacyLedger(target_epsilon=1e9, target_delta=DELTA)
+    ledger2.spend(full, phase="a", mechanism="s", count=100)
+    assert e_sharded < ledger2.epsilon("rdp") < math.inf
+
+
+def test_hook_clips_rows_and_adds_right_noise(monkeypatch):
+    san, ledger = _san(batch=256, sigma=1.5, c=0.5, target=1e9)
+    shard = next(san.steps())
+    assert 0 <= shard < 4 and ledger.entries[0].count == 1
+    x = torch.zeros(256, 8, requires_grad=True)
+    san.attach(x)
+    upstream = torch.randn(256, 8) * 10  # rows of norm ~28 >> C
+    (x * upstream).sum().backward()
+    noise = (x.grad - upstream * (0.5 / upstream.norm(dim=1, keepdim=True))).reshape(-1).numpy()
+    std = 2 * 0.5 * 1.5
+    assert stats.kstest(noise, "norm", args=(0, std)).pvalue > 1e-3
+    assert stats.kstest(noise, "norm", args=(0, std * 2 / 3)).pvalue < 1e-6
+    assert stats.kstest(noise, "norm", args=(0, std * 1.5)).pvalue < 1e-6
+
+
+def test_clipping_bound_without_noise():
+    san, _ = _san(batch=32, c=0.3, target=1e9)
+    monkey = torch.Generator().manual_seed(0)
+    next(san.steps())
+    san.noise_multiplier = 1e-12  # isolate the clipping (noise std ~ 0)
+    g = torch.randn(32, 5, generator=monkey) * torch.logspace(-3, 2, 32).unsqueeze(1)
+    out = san.sanitize(g)
+    norms = out.norm(dim=1)
+    assert torch.all(norms <= 0.3 + 1e-5)
+    small = g.norm(dim=1) <= 0.3
+    torch.testing.assert_close(out[small], g[small])
+
+
+def test_hook_refuses_uncharged_step_and_oversized_batch():
+    san, _ = _san(batch=8, target=1e9)
+    with pytest.raises(PrivacyError, match="charged"):
+        san.sanitize(torch.zeros(8, 3))
+    next(san.steps())
+    with pytest.raises(PrivacyError, match="batch_size"):
+        san.sanitize(torch.zeros(9, 3))
+
+
+def test_steps_stop_before_target():
+    san, ledger = _san(n_shards=4, batch=4, sigma=8.0, steps=2000, target=3.0)
+    n = sum(1 for _ in san.steps())
+    assert 0 < n < 2000 and ledger.epsilon() <= 3.0
+
+
+def test_shard_assignment_is_a_balanced_partition():
+    a = GradientSanitizer.shard_assignment(103, 4, torch.Generator().manual_seed(1))
+    counts = torch.bincount(a, minlength=4)
+    assert counts.sum() == 103 and counts.max() - counts.min() <= 1
