@@ -8,6 +8,9 @@ released graph (seed 001). Definitions, with the seed section each comes from, a
 
 from __future__ import annotations
 
+import sys
+import types
+
 from dpsynth.evaluate.core import GROUPS, Limits, evaluate
 from dpsynth.evaluate.graph import degree_distribution, degree_l1_error, edge_ratio, evaluate_graph
 from dpsynth.evaluate.report import build_report, write_report
@@ -25,3 +28,13 @@ __all__ = [
     "build_report",
     "write_report",
 ]
+
+
+class _CallableModule(types.ModuleType):
+    """Lets ``dpsynth.evaluate(real, synthetic, ...)`` (the issue's spelling) call :func:`evaluate`."""
+
+    def __call__(self, *args, **kwargs) -> EvaluationResult:
+        return evaluate(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -63,7 +63,10 @@ def theils_u(x, y) -> float:
 
     The fraction of the entropy of ``x`` explained by knowing ``y`` (dython's ``theils_u(x, y)``).
     """
-    cx, cy = _codes(np.asarray(x, dtype=object)), _codes(np.asarray(y, dtype=object))
+    return _theils_u_codes(_codes(np.asarray(x, dtype=object)), _codes(np.asarray(y, dtype=object)))
+
+
+def _theils_u_codes(cx: np.ndarray, cy: np.ndarray) -> float:
     hx = _entropy_counts(np.bincount(cx))
     if hx == 0.0:
         return 1.0
@@ -100,7 +103,7 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> float:
 def association_matrix(df: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
     """Square matrix of pairwise associations (definitions in the module docstring); NaN where undefined."""
     cols = list(kinds)
-    cat = {c: _labels_fast(df[c]) for c in cols if kinds[c] == "categorical"}
+    cat = {c: _codes(_labels_fast(df[c])) for c in cols if kinds[c] == "categorical"}
     num = {c: numeric(df[c]) for c in cols if kinds[c] != "categorical"}
     out = np.eye(len(cols))
     for i, a in enumerate(cols):
@@ -108,7 +111,7 @@ def association_matrix(df: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
             if i == j:
                 continue
             if a in cat and b in cat:
-                out[i, j] = theils_u(cat[a], cat[b])
+                out[i, j] = _theils_u_codes(cat[a], cat[b])
             elif a in num and b in num:
                 out[i, j] = out[j, i] if j < i else _pearson(num[a], num[b])
             elif a in cat:

@@ -112,13 +112,29 @@ def bhattacharyya(p, q) -> float:
 
 def pca_projection(real_x: np.ndarray, synth_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Project both matrices on the first two principal components of ``real_x`` (centred on the real mean)."""
-    mean = real_x.mean(axis=0)
-    centred = real_x - mean
-    cov = centred.T @ centred / max(len(real_x) - 1, 1)
+    mean, comps = _pca_fit([real_x])
+    return (real_x - mean) @ comps, (synth_x - mean) @ comps
+
+
+def _pca_fit(chunks) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and top-2 principal directions from row chunks (float64 sums, so memory is one chunk)."""
+    n, total, outer = 0, None, None
+    for x in chunks:
+        x = np.asarray(x, dtype=np.float64)
+        total = x.sum(axis=0) if total is None else total + x.sum(axis=0)
+        outer = x.T @ x if outer is None else outer + x.T @ x
+        n += len(x)
+    mean = total / n
+    cov = (outer - n * np.outer(mean, mean)) / max(n - 1, 1)
     vals, vecs = np.linalg.eigh(cov)
     comps = vecs[:, np.argsort(vals)[::-1][:2]]
     comps *= np.where(comps[np.argmax(np.abs(comps), axis=0), range(comps.shape[1])] < 0, -1, 1)  # fix signs
-    return centred @ comps, (synth_x - mean) @ comps
+    return mean, comps
+
+
+def _chunks(enc, df: pd.DataFrame, size: int = 100_000):
+    for start in range(0, len(df), size):
+        yield enc.transform(df.iloc[start:start + size])
 
 
 def _hist2d_tvd(a: np.ndarray, b: np.ndarray) -> float:
@@ -197,10 +213,11 @@ def run(ctx) -> tuple[list[Row], dict]:
 
 def _pca(ctx) -> tuple[list[Row], dict]:
     enc = ctx.encoder()
-    real_x, synth_x = enc.transform(ctx.real).astype(float), enc.transform(ctx.synthetic).astype(float)
-    if real_x.shape[1] < 2:
+    if enc.width < 2:
         return [undefined("pca.tvd", "(all)", "fewer than two encoded dimensions")], {}
-    a, b = pca_projection(real_x, synth_x)
+    mean, comps = _pca_fit(_chunks(enc, ctx.real))
+    a = np.vstack([(x - mean) @ comps for x in _chunks(enc, ctx.real)])
+    b = np.vstack([(x - mean) @ comps for x in _chunks(enc, ctx.synthetic)])
     rng = ctx.rng(21)
     cap = ctx.limits.pca_points
     ia = rng.choice(len(a), size=min(cap, len(a)), replace=False)
