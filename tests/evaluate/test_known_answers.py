@@ -181,3 +181,19 @@ def test_graph_metrics():
     assert math.isnan(row.value) and "no edges" in row.note
     with pytest.raises(InputError):
         graph.degree_distribution([1, -1])
+
+
+# ------------------------------------------------------------------ dimension-wise prediction (seed 003)
+def test_dimwise_predict_column_known_answers():
+    from dpsynth.evaluate.dimwise import predict_column
+
+    rng = np.random.default_rng(0)
+    y = rng.choice(["a", "b"], size=200)
+    X = np.c_[(y == "a"), rng.random(200)].astype(np.float32)
+    s = predict_column("categorical", X, y, X, y, seed=0, n_jobs=1)
+    assert s["f1"][0] == pytest.approx(1.0) and s["auc"][0] == pytest.approx(1.0)
+    one = predict_column("categorical", X, np.full(200, "a"), X, y, seed=0, n_jobs=1)
+    assert math.isnan(one["f1"][0]) and "no diversity" in one["f1"][1]
+    t = 3.0 * X[:, 1] + 1.0
+    assert predict_column("continuous", X, t, X, t, seed=0, n_jobs=1, y_center=t.mean(),
+                          y_scale=t.std())["r2"][0] > 0.99
