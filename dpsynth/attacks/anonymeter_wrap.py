@@ -14,8 +14,10 @@ slightly between runs.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,6 +36,34 @@ def _import():
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise InputError("Singling out, linkability and inference need anonymeter: pip install 'dpsynth[risk]'.") from exc
     return SinglingOutEvaluator, LinkabilityEvaluator, InferenceEvaluator
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[list[str]]:
+    """Keep anonymeter's warnings and log lines off the console (library code does not print); yields the
+    logged messages so results can carry them as notes."""
+    log = logging.getLogger("anonymeter")
+    level, propagate, handler = log.level, log.propagate, _Collect()
+    log.setLevel(logging.WARNING)
+    log.propagate = False
+    log.addHandler(handler)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield handler.messages
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        log.propagate = propagate
 
 
 def anonymeter_result(name: str, kind: str, results: Any, *, confidence: float, notes: str = "",
@@ -98,12 +128,12 @@ class SinglingOutRisk(_AnonymeterAttack):
         evaluator_cls, _, _ = _import()
         ev = evaluator_cls(ori=self.train, syn=self.synthetic, n_attacks=self.n_attacks, n_cols=self.n_cols,
                            control=self.control, max_attempts=self.max_attempts, seed=self.seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with _quiet() as messages:
             ev.evaluate(mode=self.mode)
             res = ev.results(confidence_level=self.confidence)
         n_q = len(ev.queries())
         note = f"{self.mode} predicates" + (f" on {self.n_cols} columns" if self.mode == "multivariate" else "")
+        note += "".join(f"; anonymeter: {m}" for m in messages if "could generate only" in m)
         if self.control is not None and len(self.control) < len(self.train) / 2:
             note += (f"; control ({len(self.control)} rows) much smaller than training data ({len(self.train)}):"
                      " anonymeter's size correction may overstate the residual risk")
@@ -137,8 +167,7 @@ class LinkabilityRisk(_AnonymeterAttack):
         n = len(ori) if control is None else min(len(ori), len(control))
         ev = evaluator_cls(ori=ori.iloc[:n], syn=self.synthetic, aux_cols=self.aux_cols, n_attacks=n,
                            n_neighbors=self.n_neighbors, control=None if control is None else control.iloc[:n])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with _quiet():
             ev.evaluate(n_jobs=self.n_jobs)
             res = ev.results(confidence_level=self.confidence)
         return anonymeter_result(self.name, self.kind, res, confidence=self.confidence,
@@ -173,8 +202,7 @@ class InferenceRisk(_AnonymeterAttack):
         control = None if self.control is None else self._targets(self.control, rng)
         ev = evaluator_cls(ori=ori, syn=self.synthetic, aux_cols=self.aux_cols, secret=self.secret,
                            regression=self.regression, n_attacks=len(ori), control=control)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with _quiet():
             ev.evaluate(n_jobs=self.n_jobs)
             res = ev.results(confidence_level=self.confidence)
         return anonymeter_result(self.name, self.kind, res, confidence=self.confidence,

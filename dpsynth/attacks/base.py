@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpsynth.attacks.stats import auc_interval, auc_score, privacy_gain, relative_risk_interval, wilson_interval
+from dpsynth.attacks.stats import auc_interval, auc_score, privacy_gain, wilson_interval
 from dpsynth.errors import InputError
 
 __all__ = ["Estimate", "Result", "Attack", "membership_result", "fit_threshold", "KINDS"]
@@ -114,6 +114,19 @@ def fit_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
     return float(s[best - 1])
 
 
+def _cluster_ci(values: np.ndarray, clusters: np.ndarray, confidence: float) -> tuple[float, float]:
+    """t-interval of a mean over cluster means (observations within a cluster are not independent)."""
+    from scipy.stats import t as student_t
+
+    values = np.asarray(values, dtype=float)
+    means = np.array([values[clusters == c].mean() for c in np.unique(clusters)])
+    m = float(values.mean())
+    if len(means) < 2:
+        return 0.0, 1.0
+    half = float(student_t.ppf(0.5 + confidence / 2.0, len(means) - 1)) * float(means.std(ddof=1)) / math.sqrt(len(means))
+    return max(0.0, m - half), min(1.0, m + half)
+
+
 def membership_result(
     attack: str,
     labels: np.ndarray,
@@ -121,11 +134,16 @@ def membership_result(
     scores: np.ndarray,
     *,
     p_correct: np.ndarray | None = None,
+    clusters: np.ndarray | None = None,
     confidence: float = 0.95,
     notes: str = "",
     details: Mapping[str, Any] | None = None,
 ) -> Result:
-    """Build the standard membership :class:`Result` (see the module docstring) from held-out targets."""
+    """Build the standard membership :class:`Result` (see the module docstring) from held-out targets.
+
+    ``clusters`` (optional) groups observations that are not independent (synthetic sets cut from one model
+    fit): intervals are then t-intervals over cluster means instead of binomial intervals.
+    """
     labels = np.asarray(labels).astype(bool)
     decisions = np.asarray(decisions).astype(bool)
     n, n_pos = len(labels), int(labels.sum())
@@ -139,21 +157,31 @@ def membership_result(
     acc = k / n
     level = math.sqrt(confidence)
     tpr, fpr = tp / n_pos, fp / n_neg
-    tpr_ci, fpr_ci = wilson_interval(tp, n_pos, confidence=level), wilson_interval(fp, n_neg, confidence=level)
     auc = auc_score(labels, scores)
-    if p_correct is None:
-        p_fake, p_ci = acc, wilson_interval(k, n, confidence=confidence)
+    p = None if p_correct is None else np.asarray(p_correct, dtype=float)
+    p_fake = acc if p is None else float(p.mean())
+    if clusters is None:
+        acc_ci = wilson_interval(k, n, confidence=confidence)
+        tpr_ci, fpr_ci = wilson_interval(tp, n_pos, confidence=level), wilson_interval(fp, n_neg, confidence=level)
+        n_pos_eff, n_neg_eff = n_pos, n_neg
+        if p is None:
+            p_ci = acc_ci
+        else:
+            half = 1.959963984540054 * float(p.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
+            p_ci = (max(0.0, p_fake - half), min(1.0, p_fake + half))
     else:
-        p = np.asarray(p_correct, dtype=float)
-        p_fake = float(p.mean())
-        half = 1.959963984540054 * float(p.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
-        p_ci = (max(0.0, p_fake - half), min(1.0, p_fake + half))
-    rr, rr_ci = relative_risk_interval(k, n, None, None, confidence=confidence, tau_control=0.5)
+        g = np.asarray(clusters)
+        acc_ci = _cluster_ci(decisions == labels, g, confidence)
+        tpr_ci = _cluster_ci(decisions[labels], g[labels], level)
+        fpr_ci = _cluster_ci(decisions[~labels], g[~labels], level)
+        n_pos_eff, n_neg_eff = len(np.unique(g[labels])), len(np.unique(g[~labels]))
+        p_ci = acc_ci if p is None else _cluster_ci(p, g, confidence)
+    rr, rr_ci = 2.0 * acc - 1.0, (2.0 * acc_ci[0] - 1.0, 2.0 * acc_ci[1] - 1.0)  # seed 004, tau_control = 0.5
     metrics = {
-        "accuracy": Estimate(acc, wilson_interval(k, n, confidence=confidence)),
+        "accuracy": Estimate(acc, acc_ci),
         "tpr": Estimate(tpr, tpr_ci),
         "fpr": Estimate(fpr, fpr_ci),
-        "auc": Estimate(auc, auc_interval(auc, n_pos, n_neg, confidence=confidence)),
+        "auc": Estimate(auc, auc_interval(auc, n_pos_eff, n_neg_eff, confidence=confidence)),
         "advantage": Estimate(tpr - fpr, (tpr_ci[0] - fpr_ci[1], tpr_ci[1] - fpr_ci[0])),
         "privacy_gain": Estimate(privacy_gain(p_fake), (privacy_gain(p_ci[1]), privacy_gain(p_ci[0]))),
         "p_fake": Estimate(p_fake, p_ci),

@@ -11,9 +11,9 @@ average probability of the correct label (Stadler's ProbSuccess; privacy gain = 
 
 Seed 002 defaults (``ShadowConfig.paper()``): |R| = 4,000, r = 400, 1,000 training and 200 test sets,
 5 targets x 5 repetitions. One deviation, stated: seed 002 draws all sets of a label from one fit; we refit
-every ``sets_per_fit`` sets so the forest learns the target's effect, not one fit's noise. The intervals
-treat sets as independent, as Stadler et al. do (sets from one fit share its randomness: read them as
-indicative). ``ShadowConfig.fast()`` runs in minutes with cheap generators. Targets default to outliers of R
+every ``sets_per_fit`` sets so the forest learns the target's effect, not one fit's noise. Sets cut from
+one fit share its randomness, so intervals are t-intervals over per-fit means (the fit is the unit), not
+binomial intervals over sets. ``ShadowConfig.fast()`` runs in minutes with cheap generators. Targets default to outliers of R
 (the most vulnerable records, as in Stadler et al.).
 """
 
@@ -224,7 +224,7 @@ class GroundhogAttack(Attack):
             proba = clf.predict_proba(x[n_tr:])
             p_in = proba[:, list(clf.classes_).index(1)] if 1 in clf.classes_ else np.zeros(len(y_test))
             p_correct = np.where(y_test == 1, p_in, 1.0 - p_in)
-            res[f] = (y_test, p_in, p_correct)
+            res[f] = (y_test, p_in, p_correct, np.repeat(np.arange(len(test_jobs)), cfg.sets_per_fit))
         return res
 
     # ------------------------------------------------------------------ evaluate
@@ -235,19 +235,21 @@ class GroundhogAttack(Attack):
         pooled: dict[str, list] = {f: [] for f in self.features}
         for t in range(len(self.targets)):
             for rep in range(self.config.n_repetitions):
-                for f, triple in self._run_one(t, rep, domain, executor).items():
-                    pooled[f].append((t, rep, *triple))
+                for f, out in self._run_one(t, rep, domain, executor).items():
+                    pooled[f].append((t, rep, *out))
         results = {}
         for f, parts in pooled.items():
             y = np.concatenate([p[2] for p in parts])
             p_in = np.concatenate([p[3] for p in parts])
             p_ok = np.concatenate([p[4] for p in parts])
+            fits = np.concatenate([f"{p[0]}/{p[1]}/" + p[5].astype(str).astype(object) for p in parts])
             per_target = {}
             for t in range(len(self.targets)):
                 acc = [float(np.mean((p[3] >= 0.5) == (p[2] == 1))) for p in parts if p[0] == t]
                 per_target[str(t)] = float(np.mean(acc))
             results[f] = membership_result(
-                f"{self.name}_{f}", y == 1, p_in >= 0.5, p_in, p_correct=p_ok, confidence=self.confidence,
+                f"{self.name}_{f}", y == 1, p_in >= 0.5, p_in, p_correct=p_ok, clusters=fits,
+                confidence=self.confidence,
                 notes=(f"{len(self.targets)} targets x {self.config.n_repetitions} repetitions, "
                        f"{self.config.n_train_sets} train / {self.config.n_test_sets} test sets of "
                        f"{self.config.synthetic_size} rows, |R| = {self.config.reference_size}, {f} features"),

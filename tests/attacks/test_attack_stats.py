@@ -93,3 +93,19 @@ def test_fit_threshold_maximises_accuracy():
     acc = np.mean((scores >= t) == labels)
     best = max(np.mean((scores >= c) == labels) for c in [*scores, np.inf])
     assert acc == best
+
+
+def test_clustered_intervals_use_the_fit_as_unit():
+    # 4 fits x 5 sets: sets of one fit are copies, so the evidence is 4 observations, not 20
+    labels = np.repeat([1, 1, 0, 0], 5).astype(bool)
+    decisions = np.repeat([1, 0, 0, 0], 5).astype(bool)
+    clusters = np.repeat(np.arange(4), 5)
+    flat = membership_result("x", labels, decisions, decisions.astype(float))
+    clustered = membership_result("x", labels, decisions, decisions.astype(float), clusters=clusters)
+    assert clustered.metric("accuracy") == flat.metric("accuracy") == 0.75
+    lo, hi = clustered.metrics["accuracy"].ci
+    from scipy.stats import t
+
+    half = t.ppf(0.975, 3) * np.std([1, 0, 1, 1], ddof=1) / 2
+    assert (lo, hi) == pytest.approx((0.75 - half, 1.0))
+    assert hi - lo > flat.metrics["accuracy"].ci[1] - flat.metrics["accuracy"].ci[0]
