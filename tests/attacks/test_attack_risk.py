@@ -84,3 +84,19 @@ def test_default_attacks_in_parallel_on_adult(adult):
     train, test = adult
     rr = assess_risk(train, train.sample(len(train), replace=True, random_state=0), control=test, seed=0)
     assert {r.attack for r in rr.results} == set(DEFAULT_ATTACKS)
+
+
+def test_shadow_attack_through_assess_risk(data):
+    from dpsynth.attacks.shadow import ShadowConfig
+
+    train, control = data
+
+    def resample(df, seed, n=None):
+        return df.sample(n or len(df), replace=True, random_state=seed).reset_index(drop=True)
+
+    cfg = ShadowConfig(reference_size=200, synthetic_size=100, n_train_sets=8, n_test_sets=4, n_targets=1,
+                       n_repetitions=1, sets_per_fit=2)
+    rr = assess_risk(train, train, control=control, generator=resample, attacks=["shadow_groundhog"], shadow=cfg,
+                     executor="sequential", n_targets=50)
+    assert {r.attack for r in rr.results} == {f"shadow_groundhog_{f}" for f in ("naive", "histogram", "correlation")}
+    assert all(r.kind == "membership" for r in rr.results)
