@@ -218,7 +218,8 @@ def audit_model(
     if not isinstance(data, pd.DataFrame) or len(data) < n_rows:
         raise InputError(f"data must be a DataFrame with at least n_rows={n_rows} rows.")
     rng = np.random.default_rng(seed)
-    base = data.iloc[rng.choice(len(data), size=n_rows, replace=False)].reset_index(drop=True)
+    chosen = rng.choice(len(data), size=n_rows, replace=False)
+    base = data.iloc[chosen].reset_index(drop=True)
     if schema is None:
         from dpsynth.data.inference import infer_schema
 
@@ -226,6 +227,8 @@ def audit_model(
         base = base[[c.name for c in schema.columns]]
     if isinstance(model, str):
         name, spec_params = parse_model_spec(model)
+        epsilon = float(spec_params.pop("epsilon", epsilon))
+        delta = float(spec_params.pop("delta", delta))
         generator = ModelFactory(name, epsilon=epsilon, delta=delta, schema=schema, **{**spec_params, **(params or {})})
         label = model
         claimed = float(generator.fit(base, seed).epsilon_)  # the ledger's composed epsilon
@@ -234,7 +237,7 @@ def audit_model(
     ex = get_executor(executor)
 
     if mode == "one-run":
-        pool_df = data if pool is None else pool
+        pool_df = data.drop(index=data.index[chosen]) if pool is None else pool
         pool_df = pool_df[list(base.columns)]
         canaries = pool_df.iloc[rng.choice(len(pool_df), size=n_canaries, replace=False)].reset_index(drop=True)
         import torch

@@ -95,7 +95,11 @@ class ModelFactory:
     def build(self):
         from dpsynth.models import get_model_class
 
-        return get_model_class(self.model)(**self.hyperparams)
+        cls = get_model_class(self.model)
+        try:
+            return cls(**self.hyperparams)
+        except TypeError as exc:
+            raise InputError(f"Bad hyper-parameter for model '{self.model}': {exc}.") from exc
 
     def fit(self, train_df: pd.DataFrame, seed: int | None):
         return self.build().fit(train_df, epsilon=self.epsilon, delta=self.delta, schema=self.schema, seed=seed)
