@@ -11,6 +11,7 @@ Timings on a shared machine are upper bounds: say so when you quote them.
 from __future__ import annotations
 
 import argparse
+import math
 import resource
 import time
 
@@ -59,8 +60,8 @@ def main() -> None:
     print()
     print(f"{'task':55s} {'wall s':>8s} {'CPU s':>8s} {'CPU/2':>7s} {'budget':>7s}  within (wall / CPU/2)")
     for name, secs, cpu, budget in rows:
-        ok = lambda v: "n/a" if budget != budget else ("yes" if v <= budget else "NO")  # noqa: E731
-        print(f"{name:55s} {secs:8.1f} {cpu:8.1f} {cpu / 2:7.1f} {budget:7.0f}  {ok(secs)} / {ok(cpu / 2)}")
+        ok = ["n/a" if math.isnan(budget) else ("yes" if v <= budget else "NO") for v in (secs, cpu / 2)]
+        print(f"{name:55s} {secs:8.1f} {cpu:8.1f} {cpu / 2:7.1f} {budget:7.0f}  {ok[0]} / {ok[1]}")
     print(f"(workers: {args.workers}; wall-clock on a machine shared with other jobs; CPU/2 = CPU seconds spread "
           "over 2 cores, the uncontended estimate)")
 

@@ -39,8 +39,8 @@ def _chart(results) -> str:
         return ""
     row_h, left, width = 22, 230, 360
     height = row_h * len(results) + 30
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 60}" height="{height}" '
-             f'role="img" aria-label="privacy risk per attack" style="font:12px sans-serif">']
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 60}" height="{height}" '
+              f'role="img" aria-label="privacy risk per attack" style="font:12px sans-serif">')]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = left + tick * width
         parts.append(f'<line x1="{x}" y1="5" x2="{x}" y2="{height - 20}" stroke="#ddd"/>'

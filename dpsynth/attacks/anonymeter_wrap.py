@@ -27,7 +27,7 @@ from dpsynth.attacks._encoding import check_same_columns
 from dpsynth.attacks.base import Attack, Estimate, Result
 from dpsynth.errors import InputError
 
-__all__ = ["SinglingOutRisk", "LinkabilityRisk", "InferenceRisk", "anonymeter_result"]
+__all__ = ["InferenceRisk", "LinkabilityRisk", "SinglingOutRisk", "anonymeter_result"]
 
 
 def _import():

@@ -32,7 +32,7 @@ from dpsynth.attacks.base import Attack, Estimate, Result
 from dpsynth.attacks.stats import privacy_gain, relative_risk_interval, wilson_interval
 from dpsynth.errors import InputError
 
-__all__ = ["LinearRegressionAttributeAttack", "NearestNeighbourAttributeAttack", "GaussianLinearModel"]
+__all__ = ["GaussianLinearModel", "LinearRegressionAttributeAttack", "NearestNeighbourAttributeAttack"]
 
 NearestNeighbourAttributeAttack = InferenceRisk
 

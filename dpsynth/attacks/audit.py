@@ -35,7 +35,7 @@ from dpsynth.attacks.membership import nearest_hamming, nearest_l2
 from dpsynth.attacks.shadow import ModelFactory, call_generator
 from dpsynth.errors import InputError
 
-__all__ = ["ModelAudit", "audit_model", "parse_model_spec", "craft_canary", "novelty_rules", "SCORES"]
+__all__ = ["SCORES", "ModelAudit", "audit_model", "craft_canary", "novelty_rules", "parse_model_spec"]
 
 SCORES = ("hamming", "l2", "novelty")
 
@@ -264,7 +264,7 @@ def audit_model(
     scores = {s: np.array([o[s][0] for o in outs]) for s in SCORES}
     sel = np.zeros(n_fits, bool)
     sel[: n_fits // 2] = True  # labels are already a random permutation
-    (sel_eps, attack, t, up), per_score = _select({s: v[sel] for s, v in scores.items()}, labels[sel], alpha, delta,
+    (_, attack, t, up), per_score = _select({s: v[sel] for s, v in scores.items()}, labels[sel], alpha, delta,
                                                   eps_lower_bound_cp)
     tp, fn, fp, tn = _counts(scores[attack][~sel], labels[~sel], t, up)
     eps_lb = float(eps_lower_bound_cp(tp, fn, fp, tn, alpha=alpha, delta=delta))

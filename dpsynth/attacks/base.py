@@ -24,7 +24,7 @@ import numpy as np
 from dpsynth.attacks.stats import auc_interval, auc_score, privacy_gain, wilson_interval
 from dpsynth.errors import InputError
 
-__all__ = ["Estimate", "Result", "Attack", "membership_result", "fit_threshold", "KINDS"]
+__all__ = ["KINDS", "Attack", "Estimate", "Result", "fit_threshold", "membership_result"]
 
 KINDS = ("membership", "attribute", "singling_out", "linkability")
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from dpsynth.errors import InputError
 
-__all__ = ["Executor", "LocalExecutor", "SequentialExecutor", "get_executor", "DEFAULT_WORKERS"]
+__all__ = ["DEFAULT_WORKERS", "Executor", "LocalExecutor", "SequentialExecutor", "get_executor"]
 
 DEFAULT_WORKERS = 2
 

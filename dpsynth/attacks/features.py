@@ -20,7 +20,7 @@ import pandas as pd
 
 from dpsynth.errors import InputError
 
-__all__ = ["FeatureDomain", "FEATURE_SETS", "naive_features", "histogram_features", "correlation_features", "extract"]
+__all__ = ["FEATURE_SETS", "FeatureDomain", "correlation_features", "extract", "histogram_features", "naive_features"]
 
 
 class FeatureDomain:

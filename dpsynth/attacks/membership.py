@@ -29,13 +29,13 @@ from dpsynth.attacks.base import Attack, Result, fit_threshold, membership_resul
 from dpsynth.errors import InputError
 
 __all__ = [
-    "ScoreMembershipAttack",
     "ClosestDistanceHamming",
     "ClosestDistanceL2",
     "DensityMIA",
     "GanLeaksMIA",
-    "nearest_l2",
+    "ScoreMembershipAttack",
     "nearest_hamming",
+    "nearest_l2",
 ]
 
 
@@ -103,7 +103,7 @@ class ScoreMembershipAttack(Attack):
         fit = np.zeros(len(labels), dtype=bool)
         for cls in (True, False):  # stratified split
             idx = np.flatnonzero(labels == cls)
-            fit[rng.choice(idx, size=max(1, int(round(self.fit_fraction * len(idx)))), replace=False)] = True
+            fit[rng.choice(idx, size=max(1, round(self.fit_fraction * len(idx))), replace=False)] = True
         if fit.all() or not (labels[~fit].any() and (~labels[~fit]).any()):
             raise InputError("Too few targets to hold out members and non-members; give more targets.")
         threshold = fit_threshold(scores[fit], labels[fit])
@@ -156,7 +156,7 @@ class DensityMIA(ScoreMembershipAttack):
         if keep == 0:
             raise InputError("The synthetic data has no variation: a density attack is not possible.")
         basis = vt[:keep].T
-        project = lambda m: ((m - mean) @ basis).T  # noqa: E731
+        project = lambda m: ((m - mean) @ basis).T
         log_p = _kde(project(syn)).logpdf(project(encoder.numeric_matrix(targets)))
         if self.reference is not None and len(self.reference) > keep + 1:
             ref = encoder.numeric_matrix(_subsample(self.reference, self.max_kde_rows, rng))

@@ -40,7 +40,7 @@ from dpsynth.attacks.base import Estimate, Result
 from dpsynth.attacks.executor import get_executor
 from dpsynth.errors import InputError
 
-__all__ = ["assess_risk", "RiskResult", "DEFAULT_ATTACKS", "ALL_ATTACKS", "MEMBERSHIP_ATTACKS"]
+__all__ = ["ALL_ATTACKS", "DEFAULT_ATTACKS", "MEMBERSHIP_ATTACKS", "RiskResult", "assess_risk"]
 
 MEMBERSHIP_ATTACKS = ("closest_distance_hamming", "closest_distance_l2", "density", "gan_leaks")
 DEFAULT_ATTACKS = MEMBERSHIP_ATTACKS + (

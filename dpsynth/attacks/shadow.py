@@ -34,7 +34,7 @@ from dpsynth.attacks.executor import get_executor
 from dpsynth.attacks.features import FEATURE_SETS, FeatureDomain, extract
 from dpsynth.errors import InputError
 
-__all__ = ["ShadowConfig", "ModelFactory", "GroundhogAttack", "call_generator", "select_targets"]
+__all__ = ["GroundhogAttack", "ModelFactory", "ShadowConfig", "call_generator", "select_targets"]
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,13 @@ from scipy import stats as _st
 from dpsynth.errors import InputError
 
 __all__ = [
-    "wilson_interval",
+    "auc_interval",
+    "auc_score",
     "clopper_pearson_interval",
     "privacy_gain",
     "relative_risk",
     "relative_risk_interval",
-    "auc_score",
-    "auc_interval",
+    "wilson_interval",
 ]
 
 
@@ -112,7 +112,7 @@ def relative_risk_interval(
     value = (k_train / n_train - c_cap) / (1.0 - c_cap)
     lo = (t_lo - min(c_hi, 1.0 - 1e-12)) / (1.0 - min(c_hi, 1.0 - 1e-12))
     hi = (t_hi - c_lo) / (1.0 - c_lo) if c_lo < 1.0 else 1.0
-    clip = lambda v: float(min(1.0, max(-1.0, v)))  # noqa: E731
+    clip = lambda v: float(min(1.0, max(-1.0, v)))
     return clip(value), (clip(lo), clip(hi))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
 from dpsynth.attacks.membership import ClosestDistanceHamming, ClosestDistanceL2, DensityMIA, GanLeaksMIA

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
 import pytest
 
 from dpsynth.attacks.risk import DEFAULT_ATTACKS, RiskResult, assess_risk
