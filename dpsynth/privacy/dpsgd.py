@@ -38,7 +38,7 @@ from torch.func import grad, vmap
 
 from dpsynth.errors import InputError, PrivacyError
 from dpsynth.privacy.ledger import PrivacyLedger
-from dpsynth.privacy.per_example import _functional_loss, clip_and_sum, clip_factors, per_example_grads
+from dpsynth.privacy.per_example import _functional_loss, clip_and_sum, clip_factors, clipped_sum, per_example_grads
 from dpsynth.privacy.sampling import PoissonSampler
 
 __all__ = ["DPSGDConfig", "DPSGD", "validate_module", "CLIPPING_MODES"]
@@ -127,7 +127,7 @@ class DPSGD:
         generator: torch.Generator,
         n_rows: int,
         non_private: bool = False,
-        chunk_size: int | None = None,
+        chunk_size: int | None = 64,
         public_n_rows: float | None = None,
     ):
         if not isinstance(config, DPSGDConfig):
@@ -144,7 +144,8 @@ class DPSGD:
         self.module, self.optimizer, self.config = module, optimizer, config
         self.ledger, self.phase, self.generator = ledger, phase, generator
         self.n_rows, self.max_steps, self.non_private = n_rows, max_steps, non_private
-        self.chunk_size = chunk_size  # performance only: bounds vmap memory, same result
+        # performance only (same result): examples are processed in blocks of chunk_size per-example gradients
+        self.chunk_size = chunk_size
         self.sampler = PoissonSampler(n_rows, config.sample_rate, steps=max_steps, generator=generator)
         # The divisor of the noisy sum and the row count written to the ledger must not be the private row count:
         # pass ``public_n_rows`` (a DP or public count; the sampler still draws from range(n_rows)).
@@ -238,18 +239,27 @@ class DPSGD:
     def _private_sum(self, per_example_loss, batch, idx) -> tuple[dict[str, torch.Tensor], dict]:
         cfg, b = self.config, len(idx)
         shapes = {n: p.shape for n, p in self.module.named_parameters() if p.requires_grad}
-        zeros = {n: torch.zeros(s) for n, s in shapes.items()}
         stats = {"batch_size": b, "clipped_fraction": 0.0, "grad_norm": 0.0, "loss": float("nan")}
         if cfg.clipping == "batch" and not self.non_private:
-            agg, loss = self._batch_mean_grad(per_example_loss, batch) if b else (zeros, float("nan"))
+            if b:
+                agg, loss = self._batch_mean_grad(per_example_loss, batch)
+            else:
+                agg, loss = {n: torch.zeros(s) for n, s in shapes.items()}, float("nan")
             norm = _joint_norm(agg)
             factor = float(clip_factors(norm, cfg.max_grad_norm))
             total = {n: g * factor for n, g in agg.items()}
             stats.update(clipped_fraction=float(factor < 1.0), grad_norm=float(norm), loss=loss)
             divisor = 1.0
         else:
+            if cfg.clipping == "per_example" and not self.non_private and b:
+                total, norms, losses = clipped_sum(
+                    self.module, per_example_loss, batch, cfg.max_grad_norm, block=self.chunk_size
+                )
+                stats.update(loss=float(losses.mean()), grad_norm=float(norms.mean()),
+                             clipped_fraction=float((norms > cfg.max_grad_norm).float().mean()))
+                return self._noised(total, self.expected_batch_size), stats
             if b:
-                grads, losses = per_example_grads(self.module, per_example_loss, batch, chunk_size=self.chunk_size)
+                grads, losses = per_example_grads(self.module, per_example_loss, batch)
                 stats["loss"] = float(losses.mean())
             else:
                 grads = {n: torch.zeros((0, *s)) for n, s in shapes.items()}
@@ -265,9 +275,16 @@ class DPSGD:
                 total, clipped = self._microbatch_sum(grads, idx)
                 divisor = float(self._n_groups)
                 stats["clipped_fraction"] = clipped
-        if not self.non_private:
-            total = {n: g + _gaussian_noise(g.shape, cfg.noise_std, self.generator) for n, g in total.items()}
-        return {n: g / divisor for n, g in total.items()}, stats
+        return self._noised(total, divisor), stats
+
+    def _noised(self, total: dict[str, torch.Tensor], divisor: float) -> dict[str, torch.Tensor]:
+        """(sum + N(0, noise_std^2)) / divisor per coordinate; no noise in the explicit non-private mode."""
+        out = {}
+        for n, g in total.items():
+            if not self.non_private:
+                g = g + _gaussian_noise(g.shape, self.config.noise_std, self.generator)
+            out[n] = g.div_(divisor)
+        return out
 
     def _batch_mean_grad(self, per_example_loss, batch) -> tuple[dict[str, torch.Tensor], float]:
         loss = _functional_loss(self.module, per_example_loss)

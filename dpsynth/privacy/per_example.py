@@ -23,7 +23,15 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-__all__ = ["per_example_grads", "per_example_norms", "clip_and_sum", "clip_factors", "input_gradient", "trainable_params"]
+__all__ = [
+    "per_example_grads",
+    "per_example_norms",
+    "clip_and_sum",
+    "clipped_sum",
+    "clip_factors",
+    "input_gradient",
+    "trainable_params",
+]
 
 PerExampleLoss = Callable[..., torch.Tensor]
 
@@ -72,11 +80,9 @@ def per_example_grads(
 
 def per_example_norms(grads: dict[str, torch.Tensor]) -> torch.Tensor:
     """(B,) L2 norms of each example's gradient over all parameters jointly."""
-    sq = None
-    for g in grads.values():
-        s = g.flatten(start_dim=1).pow(2).sum(1)
-        sq = s if sq is None else sq + s
-    return sq.sqrt()
+    # one fused norm per parameter (no squared temporary of the size of the per-example gradients)
+    per_param = [torch.linalg.vector_norm(g.flatten(start_dim=1), dim=1) for g in grads.values()]
+    return torch.linalg.vector_norm(torch.stack(per_param, dim=1), dim=1)
 
 
 def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:
@@ -90,3 +96,35 @@ def clip_and_sum(grads: dict[str, torch.Tensor], max_norm: float) -> tuple[dict[
     factors = clip_factors(norms, max_norm)
     summed = {n: torch.tensordot(factors, g, dims=1) for n, g in grads.items()}
     return summed, norms
+
+
+def clipped_sum(
+    module: nn.Module,
+    per_example_loss: PerExampleLoss,
+    batch: tuple[torch.Tensor, ...],
+    max_norm: float,
+    *,
+    block: int | None = 64,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """Sum over examples of per-example gradients clipped to ``max_norm``; also the (B,) norms and losses.
+
+    Examples are processed in blocks of ``block`` rows (performance only: each example is still clipped on its own,
+    the result is the same sum) so that at most ``block`` per-example gradients are held in memory at once.
+    """
+    n = int(batch[0].shape[0])
+    step = n if not block or block >= n else block
+    total: dict[str, torch.Tensor] | None = None
+    norms, losses = [], []
+    for start in range(0, n, step):
+        part = tuple(t[start : start + step] for t in batch)
+        grads, loss = per_example_grads(module, per_example_loss, part)
+        summed, norm = clip_and_sum(grads, max_norm)
+        del grads
+        if total is None:
+            total = summed
+        else:
+            for k, v in summed.items():
+                total[k].add_(v)
+        norms.append(norm)
+        losses.append(loss)
+    return total, torch.cat(norms), torch.cat(losses)

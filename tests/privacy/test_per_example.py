@@ -89,3 +89,15 @@ def test_clipping_bound_holds(max_norm):
         torch.testing.assert_close(summed[n], clipped[n].sum(0), rtol=1e-5, atol=1e-6)
     total = torch.sqrt(sum(s.pow(2).sum() for s in summed.values()))
     assert total <= 32 * max_norm * (1 + 1e-5)
+
+
+def test_blocked_clipped_sum_equals_unblocked():
+    from dpsynth.privacy.per_example import clipped_sum
+
+    module = _critic()
+    real, fake, alpha = torch.randn(50, 6) * 3, torch.randn(50, 6), torch.rand(50, 1)
+    full, norms_full, _ = clipped_sum(module, gp_loss, (real, fake, alpha), 0.5, block=None)
+    blocked, norms_blocked, _ = clipped_sum(module, gp_loss, (real, fake, alpha), 0.5, block=16)
+    torch.testing.assert_close(norms_full, norms_blocked)
+    for n in full:
+        torch.testing.assert_close(full[n], blocked[n], rtol=1e-5, atol=1e-6)
