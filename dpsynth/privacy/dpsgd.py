@@ -13,7 +13,10 @@ Clipping modes and sensitivities (``config.clipping``):
   its own group's aggregate, which moves by at most 2C. Noise std = 2 * C * sigma. (Forming microbatches by
   position in the realised batch would let one record shift every later microbatch; hence the fixed assignment.)
 In every mode the recorded event is ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))``: noise std / sensitivity
-is sigma. The noisy sum is divided by a data-independent constant (q * n_rows, or G), never the realised size.
+is sigma. The noisy sum is divided by a constant (q * n, or G), never the realised batch size. Pass
+``public_n_rows`` (a public or DP row count, e.g. from the model's DP metadata) so that this constant, and the ledger
+entry, do not depend on the exact private row count; without it the divisor uses ``n_rows`` (as Opacus does) and
+the ledger records no row count.
 
 Guarantees (tests in tests/privacy/test_dpsgd.py):
 - Every yielded batch is charged to the ledger before it is yielded; ``batches()`` stops before the ledger target
@@ -157,7 +160,8 @@ class DPSGD:
             event, phase=phase, mechanism="dp-sgd", max_steps=max_steps,
             sample_rate=config.sample_rate, noise_multiplier=float(config.noise_multiplier),
             max_grad_norm=float(config.max_grad_norm), clipping=config.clipping,
-            sensitivity=float(config.sensitivity), n_rows=recorded_rows,
+            sensitivity=float(config.sensitivity),
+            **({} if public_n_rows is None else {"n_rows": recorded_rows}),  # never write the private count
         )
         self._pending: torch.Tensor | None = None
         self._steps = 0
