@@ -66,7 +66,9 @@ class LocalExecutor:
     """Worker processes on this machine (``concurrent.futures.ProcessPoolExecutor``, 'spawn' start method).
 
     ``fn`` and the items must be picklable (module-level functions, plain data, factories such as
-    :class:`~dpsynth.attacks.shadow.ModelFactory`). With ``max_workers=1`` jobs run in-process.
+    :class:`~dpsynth.attacks.shadow.ModelFactory`). With ``max_workers=1`` jobs run in-process. 'spawn' (safe
+    with torch's threads) re-imports the calling script in each worker: scripts need the usual
+    ``if __name__ == "__main__":`` guard.
     """
 
     def __init__(self, max_workers: int = DEFAULT_WORKERS, *, start_method: str = "spawn") -> None:
