@@ -1,0 +1,258 @@
+"""DP-auto-GAN (seed 003) with the fixes of DESIGN.md §1: one guarantee per test.
+
+The Synthesizer contract (fit / sample / save / load / seeds / non-private mode) runs for every registered model
+in tests/models/test_contract.py; here: the model's own privacy wiring, on small Adult slices with tiny settings.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from dpsynth.models import get_model_class
+from dpsynth.models.base import read_model_file
+from dpsynth.models.dp_auto_gan import DPAutoGAN
+from dpsynth.privacy import dpsgd as dpsgd_module
+
+FAST = dict(DPAutoGAN.fast_params)
+
+
+@pytest.fixture(scope="module")
+def small(adult):
+    train, _ = adult
+    return train.sample(1000, random_state=1).reset_index(drop=True)
+
+
+class _Spy:
+    """Records every DPSGD engine the model builds, and every change of the encoder's weights."""
+
+    def __init__(self, monkeypatch):
+        self.engines: list[tuple[str, dpsgd_module.DPSGD]] = []
+        self.changes_outside_step = 0
+        self.changes_inside_step = 0
+        self._encoder = None
+        self._last = None
+        spy = self
+        real_init, real_step = dpsgd_module.DPSGD.__init__, dpsgd_module.DPSGD.step
+
+        def init(engine, module, optimizer, config, **kw):
+            real_init(engine, module, optimizer, config, **kw)
+            spy.engines.append((kw["phase"], engine))
+            if kw["phase"] == "autoencoder":
+                spy._encoder = getattr(module, "encoder", None)
+                spy._last = spy._snapshot() if spy._encoder is not None else None
+
+        def step(engine, *args, **kw):
+            if spy._encoder is not None and not torch.equal(spy._snapshot(), spy._last):
+                spy.changes_outside_step += 1
+            out = real_step(engine, *args, **kw)
+            if spy._encoder is not None:
+                now = spy._snapshot()
+                spy.changes_inside_step += int(not torch.equal(now, spy._last))
+                spy._last = now
+            return out
+
+        monkeypatch.setattr(dpsgd_module.DPSGD, "__init__", init)
+        monkeypatch.setattr(dpsgd_module.DPSGD, "step", step)
+
+    def _snapshot(self) -> torch.Tensor:
+        return torch.cat([p.detach().reshape(-1).clone() for p in self._encoder.parameters()])
+
+
+@pytest.fixture(scope="module")
+def fitted_with_spy(small, adult_schema):
+    mp = pytest.MonkeyPatch()
+    try:
+        spy = _Spy(mp)
+        model = DPAutoGAN(**FAST).fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    finally:
+        mp.undo()
+    return model, spy
+
+
+def test_registered_by_name():
+    assert get_model_class("dp-auto-gan") is DPAutoGAN
+
+
+def test_ledger_within_target_and_both_phases_composed(fitted_with_spy):
+    model, _ = fitted_with_spy
+    ledger = model.ledger_
+    eps = ledger.epsilon()
+    assert 0 < eps <= 1.0
+    phases = ledger.phases()
+    assert {"metadata", "autoencoder", "gan"} <= set(phases)
+    # seed 003 Lemma 4: phases compose at the RDP/PLD level, tighter than adding per-phase epsilons
+    assert eps < sum(phases.values())
+    by_phase = {e.phase: e for e in ledger.entries if e.mechanism == "dp-sgd"}
+    for phase, key in (("autoencoder", "steps"), ("gan", "critic_steps")):
+        entry = by_phase[phase]
+        info = model.training_[phase]
+        assert entry.count == info[key] > 0
+        assert entry.params["clipping"] == "per_example"
+        assert entry.params["noise_multiplier"] == pytest.approx(info["noise_multiplier"]) and info["noise_multiplier"] > 0
+        # sampling rate from the DP row count, never len(frame)
+        assert entry.params["sample_rate"] == pytest.approx(min(1.0, FAST[f"{'ae' if phase == 'autoencoder' else 'gan'}_batch_size"] / model.metadata_.n_rows))
+
+
+def test_encoder_trained_only_by_dp_sgd(fitted_with_spy):
+    """The encoder is a parameter of the autoencoder-phase DP engine (clipped + noised with the decoder), and its
+    weights change inside DP steps only: no plain optimizer step on unclipped gradients (the seed's public code)."""
+    _, spy = fitted_with_spy
+    phase, engine = next((p, e) for p, e in spy.engines if p == "autoencoder")
+    encoder = engine.module.encoder
+    trained = {id(p) for g in engine.optimizer.param_groups for p in g["params"]}
+    assert all(id(p) in trained for p in encoder.parameters())
+    assert engine.config.noise_multiplier > 0 and not engine.non_private
+    assert spy.changes_inside_step > 0
+    assert spy.changes_outside_step == 0
+    gan = next(e for p, e in spy.engines if p == "gan")
+    assert not any(id(p) in {id(q) for q in encoder.parameters()} for g in gan.optimizer.param_groups for p in g["params"])
+
+
+def test_noise_reaches_the_encoder():
+    """One DP step on the model's autoencoder module: the encoder's update has the DP-SGD noise std sigma*C/(q n)."""
+    from dpsynth.models._auto_gan_train import _AutoEncoder
+    from dpsynth.models.networks.autoencoder import Decoder, Encoder, reconstruction_loss
+    from dpsynth.privacy.ledger import PrivacyLedger
+
+    torch.manual_seed(0)
+    spans = [(0, 1, "tanh"), (1, 4, "softmax")]
+    ae = _AutoEncoder(Encoder(4, (32,), 8), Decoder(8, (32,), 4))
+    x = torch.cat([torch.rand(200, 1) * 2 - 1, torch.eye(3)[torch.randint(3, (200,))]], 1)
+    before = torch.cat([p.detach().reshape(-1).clone() for p in ae.encoder.parameters()])
+    sigma, clip, q = 50.0, 1.0, 0.5
+    config = dpsgd_module.DPSGDConfig(noise_multiplier=sigma, max_grad_norm=clip, sample_rate=q)
+    ledger = PrivacyLedger(target_epsilon=10.0, target_delta=1e-5)
+    engine = dpsgd_module.DPSGD(ae, torch.optim.SGD(ae.parameters(), lr=1.0), config, ledger=ledger,
+                                phase="autoencoder", max_steps=1, generator=torch.Generator().manual_seed(1),
+                                n_rows=len(x))
+    for idx in engine.batches():
+        engine.step(lambda f, r: reconstruction_loss(f(r), r, spans), (x[idx],))
+    change = torch.cat([p.detach().reshape(-1) for p in ae.encoder.parameters()]) - before
+    expected = sigma * clip / (q * len(x))
+    assert change.std().item() == pytest.approx(expected, rel=0.1)  # noise dominates the clipped signal (<= 1/(qn))
+
+
+def test_frozen_encoder_is_never_updated(small, adult_schema, monkeypatch):
+    import dpsynth.models.dp_auto_gan as module
+
+    spy = _Spy(monkeypatch)
+    seen = {}
+    real = module.train_autoencoder
+
+    def wrapped(encoder, decoder, *args, **kw):
+        before = [p.detach().clone() for p in encoder.parameters()]
+        out = real(encoder, decoder, *args, **kw)
+        seen["unchanged"] = all(torch.equal(a, p) for a, p in zip(before, encoder.parameters()))
+        return out
+
+    monkeypatch.setattr(module, "train_autoencoder", wrapped)
+    model = DPAutoGAN(**{**FAST, "encoder": "frozen"}).fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    engine = next(e for p, e in spy.engines if p == "autoencoder")
+    assert not hasattr(engine.module, "encoder")  # only the decoder is trained (with DP-SGD)
+    assert seen["unchanged"]
+    assert model.ledger_.epsilon() <= 1.0
+    assert model.training_["encoder"] == "frozen"
+
+
+def test_non_private_mode(small, adult_schema):
+    model = DPAutoGAN(**FAST).fit(small, epsilon=math.inf, delta=1e-5, schema=adult_schema, seed=0)
+    assert math.isinf(model.ledger_.epsilon())
+    assert model.training_["autoencoder"]["noise_multiplier"] == 0.0
+    assert model.training_["gan"]["noise_multiplier"] == 0.0
+    synth = model.sample(200, seed=1)
+    assert list(synth.columns) == model.schema_.names and len(synth) == 200
+
+
+def test_save_load_same_samples_and_nothing_else(fitted_with_spy, tmp_path):
+    model, _ = fitted_with_spy
+    path = model.save(tmp_path / "m.dpsynth")
+    tensors, header = read_model_file(path)
+    assert {k.split(".")[0] for k in tensors} == {"generator", "decoder"}  # no encoder, no critic, no rows
+    loaded = DPAutoGAN.load(path)
+    pd.testing.assert_frame_equal(loaded.sample(500, seed=3), model.sample(500, seed=3))
+    assert not model.sample(50, seed=3).equals(model.sample(50, seed=4))
+
+
+def test_fit_is_reproducible_from_its_seed(small, adult_schema, fitted_with_spy):
+    model, _ = fitted_with_spy
+    again = DPAutoGAN(**FAST).fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    pd.testing.assert_frame_equal(again.sample(100, seed=5), model.sample(100, seed=5))
+
+
+@pytest.mark.parametrize("bad", [{"encoder": "plain"}, {"critic_loss": "hinge"}, {"ae_budget_share": 1.0},
+                                 {"ae_steps": 0}, {"gumbel_tau": -1.0}])
+def test_bad_parameters_are_refused(bad):
+    from dpsynth.errors import InputError
+
+    with pytest.raises(InputError):
+        DPAutoGAN(**{**FAST, **bad})._check_params()  # run first thing in _fit
+
+
+def test_audit_of_the_model_dpsgd_phases(fitted_with_spy):
+    """White-box one-run audit (Dirac canaries) of each DP-SGD phase at the model's own (q, sigma, C): eps_LB must
+    not exceed the epsilon the ledger charges for that configuration."""
+    from dpsynth.privacy.audit import audit_dpsgd
+    from dpsynth.privacy.ledger import PrivacyLedger
+
+    _, spy = fitted_with_spy
+    for phase, engine in spy.engines:
+        ledger = PrivacyLedger(target_epsilon=1e6, target_delta=1e-5)
+        result = audit_dpsgd(engine.config, ledger=ledger, m=500, steps=200, seed=0)
+        assert 0 < ledger.epsilon() < math.inf
+        assert result.eps_lower_bound <= ledger.epsilon(), phase
+
+
+def test_black_box_canary_audit(adult_schema, adult):
+    """One-run canary audit of the whole model (Steinke et al. 2023): m rare rows each included w.p. 1/2; the
+    score is closeness of the synthetic data to the canary. eps_LB must stay below the ledger's epsilon."""
+    from dpsynth.privacy.audit import CanaryAudit
+
+    train, _ = adult
+    base = train.sample(800, random_state=2).reset_index(drop=True)
+    m = 40
+    audit = CanaryAudit(m, generator=torch.Generator().manual_seed(0))
+    canaries = base.sample(m, random_state=3).reset_index(drop=True)
+    for col in ("age", "hours-per-week"):
+        canaries[col] = adult_schema[col].upper
+    canaries["capital-loss"] = adult_schema["capital-loss"].upper
+    data = pd.concat([base, canaries[audit.included.numpy()]], ignore_index=True)
+    model = DPAutoGAN(**FAST).fit(data, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    synth = model.sample(2000, seed=0)
+    cols = ["age", "hours-per-week", "capital-loss"]
+    scale = np.array([adult_schema[c].upper - adult_schema[c].lower for c in cols])
+    s = synth[cols].to_numpy(float) / scale
+    c = canaries[cols].to_numpy(float) / scale
+    dist = np.sqrt(((c[:, None, :] - s[None, :, :]) ** 2).sum(-1)).min(1)
+    result = audit.lower_bound(-dist, k_plus=5, k_minus=5, delta=1e-5)
+    assert result.eps_lower_bound <= model.ledger_.epsilon()
+
+
+@pytest.mark.slow
+def test_adult_quality_at_epsilon_one(adult):
+    """Defaults on the full Adult train split at epsilon = 1 (minutes): XGBoost on synthetic, tested on adult.test."""
+    import time
+
+    from dpsynth import datasets
+
+    train, test = adult
+    t0 = time.perf_counter()
+    model = DPAutoGAN().fit(train, epsilon=1.0, delta=1e-5, schema=datasets.schema("adult"), seed=0)
+    fit_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    synth = model.sample(len(train), seed=1)
+    rate = len(train) / (time.perf_counter() - t0)
+    assert model.ledger_.epsilon() <= 1.0
+    assert fit_s < 900 and rate >= 50_000
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from adult_quality import utility
+
+    scores = utility(synth, test)
+    assert scores["xgb_auc"] >= 0.75, scores
