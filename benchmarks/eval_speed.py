@@ -113,7 +113,8 @@ def adult_run(out: str) -> dict:
     get_reusable_executor().shutdown(wait=True)  # reap the workers so their peak shows in RUSAGE_CHILDREN
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     cpu = _cpu_seconds() - cpu0
-    return {"cpu_s": cpu, "evaluate_s": mid - start, "report_s": end - mid, "total_s": end - start, "main_peak_mb": _peak_mb(),
+    return {"cpu_s": cpu, "evaluate_s": mid - start, "report_s": end - mid, "total_s": end - start,
+            "main_peak_mb": _peak_mb(),
             "worker_peak_mb": child, "groups_s": result.info["seconds"],
             "auc_xgb_real": result.table.query("metric == 'ml_efficacy.auc.real' and subject == 'xgb'").value.iloc[0]}
 

@@ -181,7 +181,8 @@ class Encoder:
         return [c for c in self.blocks if c != target]
 
 
-def hist_pair(real: pd.Series, synthetic: pd.Series, kind: str, *, bins: int = 20) -> tuple[list[str], np.ndarray, np.ndarray]:
+def hist_pair(real: pd.Series, synthetic: pd.Series, kind: str, *,
+              bins: int = 20) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Probability histograms of one column in real and synthetic data, on common bins.
 
     Categorical: one bin per category seen in either table (real categories first). Continuous: ``bins``

@@ -73,7 +73,8 @@ def run(ctx) -> tuple[list[Row], dict]:
         keep = np.r_[0:block.start, block.stop:enc.width]
         X = {k: v[:, keep] for k, v in full.items()}
         if kind == "categorical":
-            y = {k: _labels_fast(f[col]).astype(str) for k, f in (("real", train), ("synthetic", synth), ("test", test))}
+            y = {k: _labels_fast(f[col]).astype(str)
+                 for k, f in (("real", train), ("synthetic", synth), ("test", test))}
             center, scale = 0.0, 1.0
         else:
             y = {k: numeric(f[col]) for k, f in (("real", train), ("synthetic", synth), ("test", test))}

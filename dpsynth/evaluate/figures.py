@@ -65,7 +65,8 @@ def heatmaps(data: dict[str, Any], title: str) -> str:
     lo = -1.0 if np.nanmin(np.r_[real.ravel(), synth.ravel(), 0.0]) < 0 else 0.0
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.8), layout="constrained")
     for ax, mat, label in zip(axes, (real, synth, np.abs(real - synth)), ("real", "synthetic", "|real - synthetic|")):
-        im = ax.imshow(mat, vmin=lo if label != "|real - synthetic|" else 0.0, vmax=1.0, cmap="coolwarm" if lo < 0 else "viridis")
+        is_diff = label.startswith("|")
+        im = ax.imshow(mat, vmin=0.0 if is_diff else lo, vmax=1.0, cmap="coolwarm" if lo < 0 else "viridis")
         ax.set_title(f"{title}: {label}", fontsize=9)
         ax.set_xticks(range(len(cols)))
         ax.set_yticks(range(len(cols)))

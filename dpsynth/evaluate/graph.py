@@ -24,8 +24,9 @@ def _degrees(graph) -> np.ndarray:
     if hasattr(graph, "degree") and hasattr(graph, "nodes"):
         return np.array([d for _, d in graph.degree()], dtype=float)
     degrees = np.asarray(graph, dtype=float).ravel()
-    if degrees.size and (np.any(degrees < 0) or np.any(~np.isfinite(degrees)) or np.any(degrees != np.round(degrees))):
-        raise InputError("A degree sequence must hold non-negative integers. Found a negative, fractional or NaN entry.")
+    bad = ~np.isfinite(degrees) | (degrees < 0) | (degrees != np.round(degrees))
+    if bad.any():
+        raise InputError(f"A degree sequence must hold non-negative integers. Found {degrees[bad][0]}.")
     return degrees
 
 

@@ -183,7 +183,8 @@ def _utility(ctx) -> list[Row]:
     results = run_tasks(_fold_score, tasks, ctx.n_jobs)
     rows, ratios = [], []
     for col in ctx.kinds:
-        scores = {src: [v for (c, s), v in zip(plan, results) if c == col and s == src] for src in ("real", "synthetic")}
+        scores = {src: [v for (c, s), v in zip(plan, results) if c == col and s == src]
+                  for src in ("real", "synthetic")}
         s_real, s_syn = (np.nanpercentile(scores[s], 90) if np.any(np.isfinite(scores[s])) else np.nan
                          for s in ("real", "synthetic"))
         if not np.isfinite(s_real) or s_real <= 0:
@@ -192,7 +193,8 @@ def _utility(ctx) -> list[Row]:
         ratios.append(min(float(s_syn) / float(s_real), 1.0) if np.isfinite(s_syn) else 0.0)
         rows.append(row("quality.column_utility", col, 100.0 * ratios[-1]))
     if ratios:
-        rows.append(row("quality.utility", "(all)", 100.0 * float(np.mean(ratios)), note=f"mean over {len(ratios)} columns"))
+        rows.append(row("quality.utility", "(all)", 100.0 * float(np.mean(ratios)),
+                        note=f"mean over {len(ratios)} columns"))
     else:
         rows.append(undefined("quality.utility", "(all)", "no column has a positive real-trained score"))
     return rows

@@ -26,9 +26,11 @@ from dpsynth.evaluate.result import EvaluationResult
 __all__ = ["build_report", "write_report", "ledger_html", "table_html", "ml_table_html"]
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;color:#222;
+padding:0 1em}
 h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.8em}
-table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
+td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .grid{display:flex;flex-wrap:wrap;gap:.6em}.grid figure{margin:0}figcaption{font-size:.75em;color:#555}
 img{max-width:100%;height:auto}.note{color:#a33}.muted{color:#777;font-size:.85em}
@@ -39,7 +41,9 @@ _CHECK_JS = """
 (function(){
   function check(){
     var imgs=document.images, bad=[];
-    for(var i=0;i<imgs.length;i++){ if(!(imgs[i].complete && imgs[i].naturalWidth>0)) bad.push(imgs[i].alt||String(i)); }
+    for(var i=0;i<imgs.length;i++){
+      if(!(imgs[i].complete && imgs[i].naturalWidth>0)) bad.push(imgs[i].alt||String(i));
+    }
     var status=document.getElementById('render-status');
     var ok=bad.length===0;
     document.body.setAttribute('data-rendered', ok ? 'ok' : 'failed');
@@ -157,7 +161,8 @@ def build_report(
     for section, intro, images in render_all(evaluation.figures):
         figs = "".join(f"<figure><img alt='{html.escape(cap)}' src='{uri}'><figcaption>{html.escape(cap)}</figcaption>"
                        f"</figure>" for cap, uri in images)
-        out.append(f"<h2>{html.escape(section)}</h2><p class='muted'>{html.escape(intro)}</p><div class='grid'>{figs}</div>")
+        out.append(f"<h2>{html.escape(section)}</h2><p class='muted'>{html.escape(intro)}</p>"
+                   f"<div class='grid'>{figs}</div>")
     for section, fragment in extra_sections:
         out.append(f"<h2>{html.escape(section)}</h2>\n{fragment}")
     out.append("<h2>All metrics</h2><details><summary>Full table ("

@@ -198,7 +198,8 @@ def run(ctx) -> tuple[list[Row], dict]:
     if jsds:
         rows.append(row("diversity.jsd", "(sum)", float(np.sum(jsds)), note="sum over categorical columns"))
     if kls:
-        rows.append(row("diversity.kl_mu", "(sum)", float(np.sum(kls)), note="sum over categorical columns with a value"))
+        rows.append(row("diversity.kl_mu", "(sum)", float(np.sum(kls)),
+                        note="sum over categorical columns with a value"))
     if dim_points:
         rows.append(row("dimwise.probability", "(all)", float(np.mean([abs(a - b) for _, a, b in dim_points])),
                         note="mean |p_real - p_synthetic| over one-hot dimensions"))

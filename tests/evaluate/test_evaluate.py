@@ -107,10 +107,11 @@ def test_missing_values_and_schema_kinds(real):
     messy = real.copy()
     messy.loc[::7, "hours"] = np.nan
     messy.loc[::5, "color"] = None
-    schema = Schema(columns=(Column("age", "integer", lower=0, upper=120), Column("hours", "continuous", lower=0, upper=100, nullable=True),
+    schema = Schema(columns=(Column("age", "integer", lower=0, upper=120),
+                             Column("hours", "continuous", lower=0, upper=100, nullable=True),
                              Column("color", "categorical", categories=("red", "green", "blue"), nullable=True),
-                             Column("kids", "integer", lower=0, upper=10), Column("label", "binary", categories=("no", "yes"))),
-                    target="label")
+                             Column("kids", "integer", lower=0, upper=10),
+                             Column("label", "binary", categories=("no", "yes"))), target="label")
     res = evaluate(messy, messy.iloc[::-1], schema=schema, **FAST)
     assert res.info["kinds"]["kids"] == "continuous" and res.info["target"] == "label"
     assert (res.table[res.table.value.isna()].note.str.len() > 0).all()

@@ -11,9 +11,12 @@ import pytest
 from dpsynth.evaluate import Limits, build_report, evaluate, write_report
 
 CHROMIUM = Path("/usr/bin/chromium")
+needs_chromium = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
 LEDGER = {"epsilon": 0.98, "target_epsilon": 1.0, "target_delta": 1e-5, "accountant": "best", "mu_gdp": 0.41,
           "separation": 0.17, "phases": {"vae": 0.7, "diffusion": 0.6},
-          "entries": [{"phase": "vae", "mechanism": "dpsgd", "count": 10, "extra_delta": 0.0, "params": {"sigma": 1.1}}]}
+          "entries": [{"phase": "vae", "mechanism": "dpsgd", "count": 10, "extra_delta": 0.0,
+                       "params": {"sigma": 1.1}}]}
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +61,12 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _console_lines(stderr: str) -> list[str]:
-    """Chromium logs every console message (errors included, at INFO level) as ':CONSOLE'; the report logs none."""
+    """Chromium logs every console message (errors too, at INFO level) as ':CONSOLE'; the report logs none."""
     return [line for line in stderr.splitlines() if ":CONSOLE" in line]
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+@needs_chromium
 def test_report_renders_in_headless_chromium(report_path, tmp_path):
     url = report_path.resolve().as_uri()
     dom = _chromium(tmp_path, "--dump-dom", url)
@@ -77,7 +80,7 @@ def test_report_renders_in_headless_chromium(report_path, tmp_path):
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+@needs_chromium
 def test_browser_check_catches_a_broken_figure(report_path, tmp_path):
     broken = tmp_path / "broken.html"
     text = report_path.read_text(encoding="utf-8")
@@ -87,7 +90,7 @@ def test_browser_check_catches_a_broken_figure(report_path, tmp_path):
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+@needs_chromium
 def test_browser_check_catches_a_script_error(report_path, tmp_path):
     bad = tmp_path / "error.html"
     text = report_path.read_text(encoding="utf-8")
