@@ -109,7 +109,7 @@ def risk_section(rr: RiskResult) -> str:
     if rr.skipped:
         items = "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in rr.skipped.items())
         skipped = f"<h4>Skipped</h4><ul>{items}</ul>"
-    return (f'<section class="dpsynth-privacy-risk"><h3>Privacy risk</h3>{lead}{_chart(rr.results)}'
+    return (f'<section class="dpsynth-privacy-risk">{lead}{_chart(rr.results)}'
             f"{_summary_table(rr)}{_membership_table(rr)}{_attribute_table(rr)}{skipped}{_DEFINITIONS}</section>")
 
 
