@@ -82,9 +82,9 @@ class EvaluationResult:
         return self.table[self.table.metric.str.startswith(prefix)].reset_index(drop=True)
 
     def summary(self) -> pd.DataFrame:
-        """Table-level rows (subject ``(all)``) plus per-model ML efficacy: what a reader looks at first."""
+        """Table-level rows (subject ``(all)`` / ``(sum)``) plus per-model ML efficacy: what a reader looks at first."""
         t = self.table
-        keep = (t.subject == "(all)") | t.metric.str.startswith("ml_efficacy.")
+        keep = t.subject.isin(["(all)", "(sum)"]) | t.metric.str.startswith("ml_efficacy.")
         return t[keep].reset_index(drop=True)
 
     def to_dict(self) -> dict[str, Any]:
