@@ -24,7 +24,7 @@ def test_reference_sigmas():
     assert epsilon(sample_rate=Q, noise_multiplier=pld, steps=T, delta=DELTA, accountant="pld") <= 1.0
 
 
-@settings(max_examples=10, deadline=None, derandomize=True)
+@settings(max_examples=6, deadline=None, derandomize=True)
 @given(
     target=st.floats(0.3, 8.0),
     q=st.floats(0.001, 0.2),
@@ -63,7 +63,7 @@ def test_calibrate_noise_refuses_a_spent_ledger():
         calibrate_noise(target_epsilon=1.0, delta=DELTA, sample_rate=0.01, steps=10, ledger=ledger, accountant="rdp")
 
 
-@settings(max_examples=5, deadline=None, derandomize=True)
+@settings(max_examples=3, deadline=None, derandomize=True)
 @given(target=st.floats(0.5, 5.0), q=st.floats(0.005, 0.1), sigma=st.floats(0.8, 3.0))
 def test_calibrate_steps_is_the_largest_that_fits(target, q, sigma):
     steps = calibrate_steps(target_epsilon=target, delta=DELTA, sample_rate=q, noise_multiplier=sigma,

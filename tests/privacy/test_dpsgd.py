@@ -18,7 +18,7 @@ DELTA = 1e-5
 
 
 def _engine(module, config, *, target=10.0, steps=5, n=200, opt=None, seed=0, non_private=False):
-    ledger = PrivacyLedger(target_epsilon=math.inf if non_private else target, target_delta=DELTA)
+    ledger = PrivacyLedger(target_epsilon=math.inf if non_private else target, target_delta=DELTA, accountant="rdp")
     opt = opt or torch.optim.SGD([p for p in module.parameters() if p.requires_grad], lr=1.0)
     engine = DPSGD(module, opt, config, ledger=ledger, phase="train", max_steps=steps,
                    generator=torch.Generator().manual_seed(seed), n_rows=n, non_private=non_private)
