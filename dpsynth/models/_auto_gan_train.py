@@ -37,7 +37,7 @@ class _AutoEncoder(nn.Module):
         return self.decoder(self.encoder(x))
 
 
-def _calibrate(ledger, target: float, sample_rate: float, steps: int) -> float:
+def _calibrate(ledger, target: float, sample_rate: float, steps: int, accountant: str) -> float:
     """Noise multiplier so that the ledger's composed epsilon after ``steps`` more steps is <= ``target``."""
     from dpsynth.privacy.calibration import calibrate_noise
 
@@ -48,7 +48,7 @@ def _calibrate(ledger, target: float, sample_rate: float, steps: int) -> float:
     return float(
         calibrate_noise(
             target_epsilon=target, delta=ledger.target_delta, sample_rate=sample_rate, steps=steps, ledger=ledger,
-            accountant="pld", rtol=0.01,
+            accountant=accountant, rtol=0.01,
         )
     )
 
@@ -80,7 +80,7 @@ def train_autoencoder(
     q = min(1.0, params["ae_batch_size"] / n_rows)
     spent = ledger.epsilon() if not ledger.non_private else 0.0
     target = spent + params["ae_budget_share"] * (ledger.target_epsilon - spent)
-    sigma = _calibrate(ledger, target, q, steps)
+    sigma = _calibrate(ledger, target, q, steps, params["calibration_accountant"])
     if params["encoder"] == "frozen":
         encoder.requires_grad_(False)
         module: nn.Module = decoder
@@ -129,7 +129,7 @@ def train_gan(
     steps = int(params["critic_steps"])
     batch = int(params["gan_batch_size"])
     q = min(1.0, batch / n_rows)
-    sigma = _calibrate(ledger, ledger.target_epsilon, q, steps)
+    sigma = _calibrate(ledger, ledger.target_epsilon, q, steps, params["calibration_accountant"])
     kind, gp_weight, tau = params["critic_loss"], float(params["gp_weight"]), float(params["gumbel_tau"])
     noise_dim = int(params["noise_dim"])
     decoder.eval()

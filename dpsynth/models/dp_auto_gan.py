@@ -41,13 +41,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from torch import nn
 
 from dpsynth.errors import InputError
 from dpsynth.models import register
 from dpsynth.models._auto_gan_train import train_autoencoder, train_gan
 from dpsynth.models.base import Synthesizer
-from dpsynth.models.networks.autoencoder import Decoder, Encoder, activate
+from dpsynth.models.networks.autoencoder import Decoder, Encoder
 from dpsynth.models.networks.gan import Critic, LatentGenerator
 
 __all__ = ["DPAutoGAN"]
@@ -69,12 +68,14 @@ class DPAutoGAN(Synthesizer):
     ``"wgan-gp"``, ``"wgan"``, ``"bce"`` (``gp_weight`` for the penalty), Gumbel-softmax temperature
     ``gumbel_tau`` for decoded categories. ``numeric`` is the transformer's numeric encoding;
     ``categorical_sampling`` (``"argmax"`` or ``"sample"``) decodes categories at sampling time.
+    ``calibration_accountant`` (``"pld"`` or the faster, slightly more conservative ``"rdp"``) only chooses how
+    noise multipliers are calibrated; the guarantee is always what the ledger proves.
     """
 
     name = "dp-auto-gan"
     fast_params = {"ae_steps": 30, "ae_batch_size": 32, "critic_steps": 30, "gan_batch_size": 32, "critic_iters": 3,
                    "ae_hidden": (32,), "latent_dim": 8, "noise_dim": 16, "generator_hidden": (16,),
-                   "critic_hidden": (32,)}
+                   "critic_hidden": (32,), "calibration_accountant": "rdp"}
 
     def __init__(
         self,
@@ -86,13 +87,13 @@ class DPAutoGAN(Synthesizer):
         generator_hidden: tuple[int, ...] = (64, 64),
         critic_hidden: tuple[int, ...] = (70, 35),
         encoder: str = "dp",
-        ae_steps: int = 1500,
-        ae_batch_size: int = 256,
+        ae_steps: int = 1000,
+        ae_batch_size: int = 512,
         ae_lr: float = 0.005,
         ae_max_grad_norm: float = 1.0,
         ae_budget_share: float = 0.5,
-        critic_steps: int = 2000,
-        gan_batch_size: int = 256,
+        critic_steps: int = 1500,
+        gan_batch_size: int = 512,
         critic_iters: int = 5,
         critic_lr: float = 0.002,
         generator_lr: float = 0.002,
@@ -101,6 +102,7 @@ class DPAutoGAN(Synthesizer):
         gp_weight: float = 10.0,
         gumbel_tau: float = 0.2,
         categorical_sampling: str = "argmax",
+        calibration_accountant: str = "pld",
     ):
         self.numeric = numeric
         self.latent_dim = latent_dim
@@ -124,6 +126,7 @@ class DPAutoGAN(Synthesizer):
         self.gp_weight = gp_weight
         self.gumbel_tau = gumbel_tau
         self.categorical_sampling = categorical_sampling
+        self.calibration_accountant = calibration_accountant
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
@@ -133,6 +136,8 @@ class DPAutoGAN(Synthesizer):
             raise InputError(f"critic_loss must be 'wgan-gp', 'wgan' or 'bce'. Found {self.critic_loss!r}.")
         if self.categorical_sampling not in ("argmax", "sample"):
             raise InputError(f"categorical_sampling must be 'argmax' or 'sample'. Found {self.categorical_sampling!r}.")
+        if self.calibration_accountant not in ("pld", "rdp"):
+            raise InputError(f"calibration_accountant must be 'pld' or 'rdp'. Found {self.calibration_accountant!r}.")
         if not 0.0 < self.ae_budget_share < 1.0:
             raise InputError(f"ae_budget_share must be in (0, 1). Found {self.ae_budget_share}.")
         for name in ("latent_dim", "noise_dim", "ae_steps", "ae_batch_size", "critic_steps", "gan_batch_size",
@@ -196,34 +201,27 @@ class DPAutoGAN(Synthesizer):
 
     # ------------------------------------------------------------------ sample
     @torch.no_grad()
-    def _decode_rows(self, z: torch.Tensor, gen: torch.Generator) -> np.ndarray:
+    def _decode_rows(self, z: torch.Tensor) -> np.ndarray:
+        """Decoder outputs with the numeric activations applied; softmax spans stay logits (the transformer
+        takes their argmax, or samples from their softmax, on inverse transform)."""
         raw = self.decoder_(self.generator_(z))
-        spans = self._spans()
-        if self.categorical_sampling == "argmax":
-            out = activate(raw, spans)
-            for start, end, act in spans:
-                if act == "softmax":
-                    block = out[:, start:end]
-                    out[:, start:end] = nn.functional.one_hot(block.argmax(1), end - start).to(out.dtype)
-        else:
-            out = activate(raw, spans)
-            for start, end, act in spans:
-                if act == "softmax":
-                    pick = torch.multinomial(out[:, start:end], 1, generator=gen).squeeze(1)
-                    out[:, start:end] = nn.functional.one_hot(pick, end - start).to(out.dtype)
-        return out.numpy()
+        for start, end, act in self._spans():
+            if act == "tanh":
+                raw[:, start:end] = torch.tanh(raw[:, start:end])
+        return raw.numpy()
 
     def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
         gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
         self.generator_.eval()
         self.decoder_.eval()
+        softmax = "argmax" if self.categorical_sampling == "argmax" else "logits"
         parts = []
         for start in range(0, n, _SAMPLE_CHUNK):
-            m = min(_SAMPLE_CHUNK, n - start)
-            z = torch.randn(m, self.noise_dim, generator=gen)
-            parts.append(self._decode_rows(z, gen))
-        arr = np.concatenate(parts) if parts else np.zeros((0, self.decoder_.net[-1].out_features), np.float32)
-        return self.transformer_.inverse_transform(arr, rng=rng)
+            z = torch.randn(min(_SAMPLE_CHUNK, n - start), self.noise_dim, generator=gen)
+            parts.append(self.transformer_.inverse_transform(self._decode_rows(z), rng=rng, softmax=softmax))
+        if not parts:
+            return self.transformer_.inverse_transform(np.zeros((0, self.transformer_.output_dim), np.float32))
+        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
     # ------------------------------------------------------------------ persistence
     def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

@@ -178,6 +178,7 @@ def test_save_load_same_samples_and_nothing_else(fitted_with_spy, tmp_path):
     assert not model.sample(50, seed=3).equals(model.sample(50, seed=4))
 
 
+@pytest.mark.slow  # a second full fit: ~10 s alone, minutes on the shared machine
 def test_fit_is_reproducible_from_its_seed(small, adult_schema, fitted_with_spy):
     model, _ = fitted_with_spy
     again = DPAutoGAN(**FAST).fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
@@ -185,7 +186,8 @@ def test_fit_is_reproducible_from_its_seed(small, adult_schema, fitted_with_spy)
 
 
 @pytest.mark.parametrize("bad", [{"encoder": "plain"}, {"critic_loss": "hinge"}, {"ae_budget_share": 1.0},
-                                 {"ae_steps": 0}, {"gumbel_tau": -1.0}])
+                                 {"ae_steps": 0}, {"gumbel_tau": -1.0},
+                                 {"calibration_accountant": "gdp"}])
 def test_bad_parameters_are_refused(bad):
     from dpsynth.errors import InputError
 
