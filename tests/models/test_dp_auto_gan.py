@@ -257,4 +257,5 @@ def test_adult_quality_at_epsilon_one(adult):
     from adult_quality import utility
 
     scores = utility(synth, test)
-    assert scores["xgb_auc"] >= 0.75, scores
+    # measured (seeds 0, 1): XGBoost AUC 0.871 / 0.871, accuracy 0.822 / 0.818; margin for seed variance
+    assert scores["xgb_auc"] >= 0.84 and scores["xgb_acc"] >= 0.79, scores
