@@ -231,7 +231,8 @@ class DPAutoGAN(Synthesizer):
         state = {
             "transformer": self.transformer_.to_dict(),
             "data_dim": int(self.decoder_.net[-1].out_features),
-            "training": self.training_,
+            # wall-clock time depends on the private row count (not DP): kept in memory, never saved
+            "training": {k: v for k, v in self.training_.items() if k != "fit_seconds"},
         }
         return tensors, state
 
