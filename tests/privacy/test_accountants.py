@@ -97,8 +97,8 @@ def test_ledger_gdp_report_beside_epsilon():
 def test_phase_composition_beats_sum_of_phase_epsilons():
     """Seed 003 Lemma 4: compose phases at the RDP/PLD level, not by adding their epsilons."""
     ledger = PrivacyLedger(target_epsilon=10, target_delta=DELTA)
-    ledger.spend(dpsgd_event(0.01, 1.1), phase="autoencoder", mechanism="dp-sgd", count=500)
-    ledger.spend(dpsgd_event(0.02, 1.0), phase="gan", mechanism="dp-sgd", count=300)
+    ledger.spend(dpsgd_event(0.02, 2.0), phase="autoencoder", mechanism="dp-sgd", count=300)
+    ledger.spend(dpsgd_event(0.05, 2.0), phase="gan", mechanism="dp-sgd", count=100)
     phases = ledger.phases()
     assert set(phases) == {"autoencoder", "gan"}
     for accountant in ("rdp", "pld"):
