@@ -132,6 +132,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)  # the machine has 2 cores
+    parser.add_argument("--examples", type=int, default=4096, help="examples per timing (per library, repeat)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
@@ -139,7 +140,7 @@ def main() -> None:
     rows = []
     for kind in ("mlp", "wgan-gp"):
         for b in args.batches:
-            n_steps = max(3, 4096 // b)
+            n_steps = max(3, args.examples // b)
             steppers = {lib: make(kind, b) for lib, make in RUNNERS.items()}
             wall: dict[str, list[float]] = {lib: [] for lib in RUNNERS}
             cpu: dict[str, list[float]] = {lib: [] for lib in RUNNERS}
