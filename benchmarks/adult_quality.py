@@ -110,12 +110,12 @@ def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame) -> dict[str, float]:
 
 # ---------------------------------------------------------------------------------------------- runner
 def run_one(model_name: str, train: pd.DataFrame, test: pd.DataFrame, *, epsilon: float, delta: float,
-            seed: int, rows: int, params: dict) -> dict[str, float]:
+            seed: int, rows: int, params: dict, progress: bool = False) -> dict[str, float]:
     from dpsynth.models import get_model_class
 
     model = get_model_class(model_name)(**params)
     t0 = time.perf_counter()
-    model.fit(train, epsilon=epsilon, delta=delta, seed=seed, schema=_schema(train))
+    model.fit(train, epsilon=epsilon, delta=delta, seed=seed, schema=_schema(train), progress=progress)
     fit_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     synth = model.sample(rows, seed=seed + 1000)
@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     ap.add_argument("--rows", type=int, default=0, help="train rows to use (0 = all 32,561); also rows sampled")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--progress", action="store_true", help="show training progress bars")
     ap.add_argument("--param", action="append", default=[], help="hyper-parameter key=value passed to every selected model (repeatable)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
         runs = []
         for seed in seeds:
             r = run_one(model_name, train, test, epsilon=eps, delta=args.delta, seed=seed,
-                        rows=len(train), params=params)
+                        rows=len(train), params=params, progress=args.progress)
             print(f"  {model_name} eps={eps} seed={seed}: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items()),
                   flush=True)
             runs.append(r)

@@ -63,12 +63,12 @@ class DPTLDM(Synthesizer):
             epochs of the DP phases (q = B / n_dp, steps = ceil(epochs / q)).
         vae_share: fraction of the budget left after metadata that the VAE phase may bring the ledger to.
         max_grad_norm, clipping: C and the clipping mode (``"per_example"`` or ``"batch"``; see module doc).
-        learning_rate: Adam step size of both phases.
+        learning_rate: Adam step size of both DP phases (DP-SGD wants a large one: few, very noisy steps).
         diffusion_steps, schedule: T and the noise schedule (``"cosine"`` or ``"linear"``).
         sample_steps, sample_eta: reverse steps used at sampling (strided) and DDIM eta (1 = DDPM-like).
         latent_sampler: ``"diffusion"`` (TLDM) or ``"prior"`` (plain DP-VAE: z ~ N(0, I); skips the diffusion
             phase and gives its budget to the VAE) — an ablation.
-        nonprivate_epochs, nonprivate_batch_size: training length of each phase in non-private mode.
+        nonprivate_epochs, nonprivate_batch_size, nonprivate_learning_rate: each phase in non-private mode.
     """
 
     name = "dp-tldm"
@@ -82,26 +82,27 @@ class DPTLDM(Synthesizer):
         numeric: str = "quantile",
         categorical: str = "onehot",
         latent_dim: int = 16,
-        vae_hidden: int = 256,
+        vae_hidden: int = 128,
         vae_layers: int = 2,
         beta: float = 1.0,
-        denoiser_hidden: int = 256,
+        denoiser_hidden: int = 128,
         denoiser_layers: int = 2,
         vae_batch_size: int = 1024,
-        vae_epochs: float = 10.0,
+        vae_epochs: float = 3.0,
         diffusion_batch_size: int = 1024,
-        diffusion_epochs: float = 10.0,
+        diffusion_epochs: float = 3.0,
         vae_share: float = 0.6,
         max_grad_norm: float = 1.0,
         clipping: str = "per_example",
-        learning_rate: float = 1e-3,
+        learning_rate: float = 2e-2,
         diffusion_steps: int = 1000,
         schedule: str = "cosine",
-        sample_steps: int = 20,
+        sample_steps: int = 10,
         sample_eta: float = 1.0,
         latent_sampler: str = "diffusion",
-        nonprivate_epochs: int = 30,
-        nonprivate_batch_size: int = 256,
+        nonprivate_epochs: int = 10,
+        nonprivate_batch_size: int = 512,
+        nonprivate_learning_rate: float = 2e-3,
     ):
         self.numeric = numeric
         self.categorical = categorical
@@ -126,6 +127,7 @@ class DPTLDM(Synthesizer):
         self.latent_sampler = latent_sampler
         self.nonprivate_epochs = nonprivate_epochs
         self.nonprivate_batch_size = nonprivate_batch_size
+        self.nonprivate_learning_rate = nonprivate_learning_rate
 
     # ------------------------------------------------------------------ networks
     def _check_params(self) -> None:
@@ -165,7 +167,8 @@ class DPTLDM(Synthesizer):
         vae_target = target if ledger.non_private or not diffusion else spent + self.vae_share * (target - spent)
         common = {"n_public": n_dp, "max_grad_norm": self.max_grad_norm, "clipping": self.clipping}
         np_epochs = self.nonprivate_epochs if ledger.non_private else None
-        run = {"ledger": ledger, "n_rows": n_rows, "n_public": n_dp, "lr": self.learning_rate, "generator": gen,
+        lr = self.nonprivate_learning_rate if ledger.non_private else self.learning_rate
+        run = {"ledger": ledger, "n_rows": n_rows, "n_public": n_dp, "lr": lr, "generator": gen,
                "progress": progress, "nonprivate_batch_size": self.nonprivate_batch_size}
 
         vae_plan = plan_phase(ledger, phase="vae", batch_size=self.vae_batch_size,
