@@ -8,7 +8,7 @@ Clipping modes and sensitivities (``config.clipping``):
   clipped to C; adding/removing a record changes the sum by at most C. Noise std = sigma * C.
 - ``"batch"`` (seed 004): the mean gradient of the realised batch is clipped to C as a whole. With and without a
   record both aggregates have norm <= C, so the sensitivity is 2C (not C/B). Noise std = 2 * C * sigma.
-- ``"microbatch"``: rows are assigned once, by a random permutation of their index, to G = round(q*n/m) groups
+- ``"microbatch"``: each row is assigned once, independently and uniformly at random, to one of G = round(q*n/m) groups
   (expected realised size ``microbatch_size`` = m); each group's mean gradient is clipped to C. A record touches only
   its own group's aggregate, which moves by at most 2C. Noise std = 2 * C * sigma. (Forming microbatches by
   position in the realised batch would let one record shift every later microbatch; hence the fixed assignment.)
@@ -180,8 +180,8 @@ class DPSGD:
         if self.config.clipping != "microbatch":
             return None, 1
         n_groups = max(1, round(self.expected_batch_size / self.config.microbatch_size))
-        perm = torch.randperm(self.n_rows, generator=self.generator)
-        return perm % n_groups, n_groups
+        # i.i.d. uniform groups: adding/removing a record leaves every other record's group distribution unchanged
+        return torch.randint(n_groups, (self.n_rows,), generator=self.generator), n_groups
 
     # ------------------------------------------------------------------ loop
     @property

@@ -30,10 +30,13 @@ L2_SENSITIVITY = math.sqrt(2.0)
 
 
 def teacher_partition(n_rows: int, n_teachers: int, generator: torch.Generator) -> torch.Tensor:
-    """Row i goes to teacher ``out[i]``: a random balanced partition fixed by the seed (disjoint by construction)."""
+    """Row i goes to teacher ``out[i]``, drawn i.i.d. uniformly (disjoint by construction, fixed by the seed).
+
+    Independent draws (not a balanced split) keep every other row's teacher unchanged in distribution when one row is
+    added or removed, as the add/remove analysis needs."""
     if not (1 <= n_teachers <= n_rows):
         raise InputError(f"n_teachers must be in [1, n_rows={n_rows}]. Found {n_teachers!r}.")
-    return torch.randperm(n_rows, generator=generator) % n_teachers
+    return torch.randint(n_teachers, (n_rows,), generator=generator)
 
 
 def teacher_votes(predictions: torch.Tensor, n_classes: int) -> torch.Tensor:

@@ -117,8 +117,11 @@ class GradientSanitizer:
 
     @staticmethod
     def shard_assignment(n_rows: int, n_shards: int, generator: torch.Generator) -> torch.Tensor:
-        """Disjoint shards: row i belongs to shard ``out[i]`` (a random balanced partition fixed by the seed)."""
-        return torch.randperm(n_rows, generator=generator) % n_shards
+        """Disjoint shards: row i belongs to shard ``out[i]``, drawn i.i.d. uniformly (fixed by the seed).
+
+        Independent draws (not a balanced split) keep every other row's shard distribution unchanged when one row
+        is added or removed, which the add/remove analysis needs."""
+        return torch.randint(n_shards, (n_rows,), generator=generator)
 
     @property
     def steps_taken(self) -> int:
