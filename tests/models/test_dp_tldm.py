@@ -117,6 +117,7 @@ def test_save_load_identical_samples_and_no_encoder(fitted, tmp_path):
     assert not model.sample(50, seed=3).equals(model.sample(50, seed=4))
 
 
+@pytest.mark.slow
 def test_contract_batch_clipping(small, adult_schema, tmp_path):
     check_synthesizer(DPTLDM, small, adult_schema, tmp_path, params={**FAST, "clipping": "batch"})
 
@@ -127,6 +128,7 @@ def test_non_private_mode(small, adult_schema):
     assert {"vae", "diffusion"} <= set(model.ledger_.phases())
 
 
+@pytest.mark.slow
 def test_prior_sampler_gives_the_whole_budget_to_the_vae(small, adult_schema):
     model = DPTLDM(**FAST, latent_sampler="prior").fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
     assert list(model.ledger_.phases()) == ["metadata", "vae"] and model.ledger_.epsilon() <= 1.0
