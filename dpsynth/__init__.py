@@ -26,4 +26,24 @@ __all__ = [
     "BudgetExceededError",
     "NotFittedError",
     "ModelFileError",
+    "available_models",
+    "get_model_class",
+    "load_model",
+    "assess_risk",
 ]
+
+# Imported on first use so that ``import dpsynth`` stays light (no torch, no scikit-learn).
+_LAZY = {
+    "available_models": "dpsynth.models",
+    "get_model_class": "dpsynth.models",
+    "load_model": "dpsynth.models",
+    "assess_risk": "dpsynth.attacks",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'dpsynth' has no attribute {name!r}")

@@ -23,6 +23,7 @@ from torch.nn import functional as F
 from tqdm.auto import tqdm
 
 from dpsynth.models.networks.autoencoder import activate, reconstruction_loss
+from dpsynth.privacy.per_example import input_gradient
 
 __all__ = ["train_autoencoder", "train_gan"]
 
@@ -53,13 +54,15 @@ def _calibrate(ledger, target: float, sample_rate: float, steps: int, accountant
     )
 
 
-def _engine(module, optimizer, *, sigma, clip, q, ledger, phase, steps, generator, n_rows):
+def _engine(module, optimizer, *, sigma, clip, q, ledger, phase, steps, generator, n_rows, public_n_rows):
+    # n_rows: rows to draw from (private, never recorded); public_n_rows: the DP row count that sets the
+    # sampling rate, the divisor of the noisy sum and the ledger entry.
     from dpsynth.privacy.dpsgd import DPSGD, DPSGDConfig
 
     config = DPSGDConfig(noise_multiplier=sigma, max_grad_norm=clip, sample_rate=q, clipping="per_example")
     return DPSGD(
         module, optimizer, config, ledger=ledger, phase=phase, max_steps=steps, generator=generator,
-        n_rows=n_rows, non_private=ledger.non_private,
+        n_rows=n_rows, public_n_rows=public_n_rows, non_private=ledger.non_private,
     )
 
 
@@ -99,7 +102,7 @@ def train_autoencoder(
     optimizer = torch.optim.Adam([p for p in module.parameters() if p.requires_grad], lr=params["ae_lr"])
     engine = _engine(
         module, optimizer, sigma=sigma, clip=params["ae_max_grad_norm"], q=q, ledger=ledger,
-        phase="autoencoder", steps=steps, generator=generator, n_rows=len(x),
+        phase="autoencoder", steps=steps, generator=generator, n_rows=len(x), public_n_rows=n_rows,
     )
     run = 0
     with tqdm(total=steps, desc="dp-auto-gan autoencoder", disable=not progress, leave=False) as bar:
@@ -145,7 +148,7 @@ def train_gan(
 
     def real_term_gp(model_fn, row, fake, alpha):
         mixed = alpha * row + (1 - alpha) * fake
-        slope = torch.func.grad(lambda u: model_fn(u))(mixed)
+        slope = input_gradient(model_fn, mixed)  # d critic / d input of this record's interpolate
         penalty = (torch.sqrt((slope**2).sum() + 1e-12) - 1.0) ** 2
         return -model_fn(row) + gp_weight * penalty
 
@@ -153,7 +156,7 @@ def train_gan(
     gen_opt = torch.optim.Adam(gen_net.parameters(), lr=params["generator_lr"], betas=(0.5, 0.9))
     engine = _engine(
         critic, critic_opt, sigma=sigma, clip=params["critic_max_grad_norm"], q=q, ledger=ledger,
-        phase="gan", steps=steps, generator=generator, n_rows=len(x),
+        phase="gan", steps=steps, generator=generator, n_rows=len(x), public_n_rows=n_rows,
     )
     run, g_steps = 0, 0
     with tqdm(total=steps, desc="dp-auto-gan GAN", disable=not progress, leave=False) as bar:

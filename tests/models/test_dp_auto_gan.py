@@ -79,7 +79,7 @@ def test_registered_by_name():
 
 
 def test_ledger_within_target_and_both_phases_composed(fitted_with_spy):
-    model, _ = fitted_with_spy
+    model, spy = fitted_with_spy
     ledger = model.ledger_
     eps = ledger.epsilon()
     assert 0 < eps <= 1.0
@@ -96,6 +96,10 @@ def test_ledger_within_target_and_both_phases_composed(fitted_with_spy):
         assert entry.params["noise_multiplier"] == pytest.approx(info["noise_multiplier"]) and info["noise_multiplier"] > 0
         # sampling rate from the DP row count, never len(frame)
         assert entry.params["sample_rate"] == pytest.approx(min(1.0, FAST[f"{'ae' if phase == 'autoencoder' else 'gan'}_batch_size"] / model.metadata_.n_rows))
+        # the ledger and the noisy-sum divisor see the DP row count; the exact private count is never written
+        assert entry.params["n_rows"] == pytest.approx(model.metadata_.n_rows)
+    for _, engine in spy.engines:
+        assert engine.expected_batch_size == pytest.approx(engine.config.sample_rate * model.metadata_.n_rows)
 
 
 def test_encoder_trained_only_by_dp_sgd(fitted_with_spy):
@@ -157,6 +161,16 @@ def test_frozen_encoder_is_never_updated(small, adult_schema, monkeypatch):
     assert seen["unchanged"]
     assert model.ledger_.epsilon() <= 1.0
     assert model.training_["encoder"] == "frozen"
+
+
+def test_wgan_gp_critic_with_per_example_penalty(small, adult_schema):
+    # the penalty differentiates the critic at each record's interpolate inside the per-example loss
+    model = DPAutoGAN(**{**FAST, "critic_loss": "wgan-gp", "critic_steps": 5, "ae_steps": 5}).fit(
+        small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    assert 0 < model.ledger_.epsilon() <= 1.0
+    assert model.training_["gan"]["critic_steps"] > 0
+    out = model.sample(50, seed=1)
+    assert list(out.columns) == list(small.columns) and len(out) == 50
 
 
 def test_non_private_mode(small, adult_schema):
