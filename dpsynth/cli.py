@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", type=int, default=None, help="rows to sample (default: as many as the train split)")
     p.add_argument("--out", default="dpsynth-demo", help="output folder")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-risk", action="store_true", help="skip the privacy attacks (saves about a minute)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_demo)
 
@@ -254,9 +255,10 @@ def _cmd_demo(args) -> int:
               file=sys.stderr)
     else:
         demo_report(train, synth, test=test, schema=schema, model_path=out / "model.dpsynth", out=out,
-                    progress=not args.quiet)
-    print(f"dpsynth demo: wrote {out}/model.dpsynth, synthetic.csv, ledger.json" +
-          (", report.html" if (out / "report.html").exists() else ""), file=sys.stderr)
+                    risk=not args.no_risk, progress=not args.quiet)
+    written = [f for f in ("model.dpsynth", "synthetic.csv", "ledger.json", "evaluation.json", "risk.json",
+                           "report.html") if (out / f).exists()]
+    print(f"dpsynth demo: wrote {', '.join(str(out / f) for f in written)}", file=sys.stderr)
     return 0
 
 

@@ -73,3 +73,21 @@ def test_corrupt_model_file(tmp_path):
     path.write_bytes(b"not a safetensors file")
     result = _run("info", str(path))
     assert result.returncode == 2 and "not a dpsynth model file" in result.stderr
+
+
+def test_demo_writes_model_csv_ledger_evaluation_risk_and_report(tmp_path):
+    """The README's first command, end to end (floor model and fewer sampled rows, to keep it quick)."""
+    out = tmp_path / "demo"
+    result = _run("demo", "--model", "marginals", "--rows", "3000", "--out", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["model.dpsynth", "synthetic.csv", "ledger.json", "evaluation.json", "risk.json", "report.html"])
+    synth = pd.read_csv(out / "synthetic.csv")
+    assert len(synth) == 3000 and "income" in synth.columns
+    ledger = json.loads((out / "ledger.json").read_text())
+    assert 0 < ledger["epsilon"] <= 1.0
+    html = (out / "report.html").read_text()
+    for heading in ("Privacy ledger", "Summary", "Privacy risk"):
+        assert heading in html
+    risk = json.loads((out / "risk.json").read_text())
+    assert risk  # the attacks ran and their results were saved

@@ -112,8 +112,14 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def demo_report(train: pd.DataFrame, synthetic: pd.DataFrame, *, test: pd.DataFrame | None = None, schema=None,
-                model_path: str | Path | None = None, out: str | Path = ".", progress: bool = False) -> Path:
-    """Evaluate and write ``out/evaluation.json`` and ``out/report.html`` (used by ``dpsynth demo``)."""
+                model_path: str | Path | None = None, out: str | Path = ".", risk: bool = True,
+                progress: bool = False) -> Path:
+    """Evaluate and write ``out/evaluation.json`` and ``out/report.html`` (used by ``dpsynth demo``).
+
+    With ``risk=True`` the default privacy attacks (:func:`dpsynth.attacks.assess_risk`) also run, with ``test``
+    as the control rows (same population, not used for training); their JSON goes to ``out/risk.json`` and
+    their section into the report, so one page says what was spent, what utility and what risk resulted.
+    """
     from dpsynth.evaluate.core import evaluate
     from dpsynth.evaluate.report import write_report
 
@@ -122,4 +128,12 @@ def demo_report(train: pd.DataFrame, synthetic: pd.DataFrame, *, test: pd.DataFr
     target = schema.target if schema is not None and getattr(schema, "target", None) else None
     result = evaluate(train, synthetic, real_test=test, schema=schema, target=target, progress=progress)
     atomic_write_text(out / "evaluation.json", result.to_json())
-    return write_report(out / "report.html", result, ledger=ledger, title="dpsynth demo: Adult")
+    sections: list[tuple[str, str]] = []
+    if risk:
+        from dpsynth.attacks import assess_risk
+
+        risk_result = assess_risk(train, synthetic, control=test, progress=progress)
+        atomic_write_text(out / "risk.json", risk_result.to_json())
+        sections.append(("Privacy risk", risk_result.to_html_section()))
+    return write_report(out / "report.html", result, ledger=ledger, extra_sections=sections,
+                        title="dpsynth demo: Adult")

@@ -17,8 +17,10 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from dp_accounting import dp_event, privacy_accountant
@@ -99,6 +101,20 @@ def _has_swor(event: dp_event.DpEvent) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def _quiet_absl() -> Iterator[None]:
+    """Silence dp-accounting's per-order warnings. At large sampling rates its series for fractional orders may not
+    converge; it then drops that order (an inf RDP value), which can only loosen the bound: sound, and not news to
+    a user, who would otherwise see dozens of log lines per calibration."""
+    logger = logging.getLogger("absl")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def _rdp_epsilon(event: dp_event.DpEvent, delta: float) -> float:
     """RDP epsilon; ``SampledWithoutReplacementDpEvent`` parts are composed under REPLACE_ONE (added by issue 3).
 
@@ -126,7 +142,8 @@ def _rdp_epsilon(event: dp_event.DpEvent, delta: float) -> float:
         sub = group[0] if len(group) == 1 else dp_event.ComposedDpEvent(group)
         if not accountant.supports(sub):
             return math.inf
-        accountant.compose(sub)
+        with _quiet_absl():
+            accountant.compose(sub)
         rdp = accountant.rdp
         if relation is not None:  # RDP at the other orders, bounded by monotonicity in the order (Mironov 2017)
             rdp = _at_orders(_SWOR_ORDERS, rdp, _RDP_ORDERS)

@@ -137,3 +137,16 @@ def test_allowance_stops_before_target():
     assert 0 < taken < 5000
     assert ledger.epsilon() <= 1.0
     assert ledger.epsilon_if(dpsgd_event(0.01, 1.1), 1) > 1.0  # one more step would exceed the target
+
+
+def test_rdp_at_large_sampling_rate_logs_nothing(caplog):
+    """dp-accounting warns per fractional order that fails to converge (q ~ 0.25); dpsynth keeps the bound
+    (the order is dropped: sound) and keeps the user's terminal clean."""
+    import logging
+
+    from dpsynth.privacy import epsilon
+
+    with caplog.at_level(logging.WARNING):
+        eps = epsilon(sample_rate=0.251463, noise_multiplier=1.0, steps=80, delta=1e-5, accountant="rdp")
+    assert math.isfinite(eps) and eps > 0
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
