@@ -9,6 +9,8 @@
 - ``save(path)`` writes one safetensors file: tensors as tensors, everything else (schema, encoder state,
   hyper-parameters, ledger, versions) as JSON in the file's metadata header. ``load`` never unpickles:
   loading a model file cannot execute code (DESIGN.md §1 rule 6).
+- A model with a ``match_marginals=True`` hyper-parameter gets its numeric marginals mapped, rank-preserving, onto
+  its DP histograms after sampling (:mod:`dpsynth.models.marginal_map`; post-processing, no ledger event).
 
 Subclasses implement ``_fit``, ``_sample``, ``_get_state`` and ``_set_state``.
 """
@@ -37,6 +39,8 @@ __all__ = ["Synthesizer", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
 _META_KEY = "dpsynth"
+#: rows drawn from a trained model to estimate its own marginals for ``match_marginals`` (no private rows)
+MARGINAL_REFERENCE_ROWS = 50_000
 
 
 class Synthesizer(ABC):
@@ -91,6 +95,14 @@ class Synthesizer(ABC):
         )
         frame = conform(data, self.schema_)
         self._fit(frame, rng=rng, progress=progress)
+        del frame
+        self.marginal_map_ = None
+        if getattr(self, "match_marginals", False):
+            # post-processing: samples of the trained model + the DP histograms (see marginal_map.py)
+            from dpsynth.models.marginal_map import MarginalMap
+
+            reference = self._sample(MARGINAL_REFERENCE_ROWS, rng=np.random.default_rng(rng.integers(2**63)))
+            self.marginal_map_ = MarginalMap.fit(reference, self.schema_, self.metadata_)
         self._fitted = True
         return self
 
@@ -106,6 +118,8 @@ class Synthesizer(ABC):
             raise InputError(f"n must be a non-negative integer. Found {n!r}.")
         rng = np.random.default_rng(seed)
         frame = self._sample(int(n), rng=rng)
+        if getattr(self, "marginal_map_", None) is not None:
+            frame = self.marginal_map_.apply(frame, rng)
         from dpsynth.data.frame import restore_dtypes
 
         return restore_dtypes(frame, self.schema_)
@@ -142,6 +156,7 @@ class Synthesizer(ABC):
             "ledger": self.ledger_.to_dict(),
             "metadata": self.metadata_.to_dict(),
             "state": state,
+            "marginal_map": None if getattr(self, "marginal_map_", None) is None else self.marginal_map_.to_dict(),
         }
         tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
         text = json.dumps(header, allow_nan=False, default=_json_default)
@@ -161,6 +176,11 @@ class Synthesizer(ABC):
         model.ledger_ = PrivacyLedger.from_dict(header["ledger"])
         model.metadata_ = DPMetadata.from_dict(header["metadata"])
         model._set_state(tensors, header["state"])
+        model.marginal_map_ = None
+        if header.get("marginal_map") is not None:
+            from dpsynth.models.marginal_map import MarginalMap
+
+            model.marginal_map_ = MarginalMap.from_dict(header["marginal_map"])
         model._fitted = True
         return model
 

@@ -67,7 +67,8 @@ class DPAutoGAN(Synthesizer):
     ``gan_batch_size``, ``critic_iters`` critic steps per generator step, RMSprop learning rates
     ``critic_lr`` / ``generator_lr``, clipping norm ``critic_max_grad_norm``, ``critic_loss`` in
     ``"wgan-gp"``, ``"wgan"``, ``"bce"`` (``gp_weight`` for the penalty), Gumbel-softmax temperature
-    ``gumbel_tau`` for decoded categories. ``numeric`` is the transformer's numeric encoding;
+    ``gumbel_tau`` for decoded categories. ``match_marginals`` maps sampled numeric columns, rank-preserving,
+    onto the DP metadata histograms (:mod:`dpsynth.models.marginal_map`; post-processing). ``numeric`` is the transformer's numeric encoding;
     ``categorical_sampling`` (``"argmax"`` or ``"sample"``) decodes categories at sampling time.
     ``calibration_accountant`` (``"pld"`` or the faster, slightly more conservative ``"rdp"``) only chooses how
     noise multipliers are calibrated; the guarantee is always what the ledger proves.
@@ -104,6 +105,7 @@ class DPAutoGAN(Synthesizer):
         gumbel_tau: float = 0.2,
         categorical_sampling: str = "argmax",
         calibration_accountant: str = "pld",
+        match_marginals: bool = True,
     ):
         self.numeric = numeric
         self.latent_dim = latent_dim
@@ -128,6 +130,7 @@ class DPAutoGAN(Synthesizer):
         self.gumbel_tau = gumbel_tau
         self.categorical_sampling = categorical_sampling
         self.calibration_accountant = calibration_accountant
+        self.match_marginals = match_marginals
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:

@@ -69,6 +69,8 @@ class DPTLDM(Synthesizer):
         latent_sampler: ``"diffusion"`` (TLDM) or ``"prior"`` (plain DP-VAE: z ~ N(0, I); skips the diffusion
             phase and gives its budget to the VAE) — an ablation.
         nonprivate_epochs, nonprivate_batch_size, nonprivate_learning_rate: each phase in non-private mode.
+        match_marginals: map sampled numeric columns, rank-preserving, onto the DP metadata histograms
+            (:mod:`dpsynth.models.marginal_map`; post-processing).
     """
 
     name = "dp-tldm"
@@ -103,6 +105,7 @@ class DPTLDM(Synthesizer):
         nonprivate_epochs: int = 60,
         nonprivate_batch_size: int = 512,
         nonprivate_learning_rate: float = 2e-3,
+        match_marginals: bool = True,
     ):
         self.numeric = numeric
         self.categorical = categorical
@@ -128,6 +131,7 @@ class DPTLDM(Synthesizer):
         self.nonprivate_epochs = nonprivate_epochs
         self.nonprivate_batch_size = nonprivate_batch_size
         self.nonprivate_learning_rate = nonprivate_learning_rate
+        self.match_marginals = match_marginals
 
     # ------------------------------------------------------------------ networks
     def _check_params(self) -> None:
