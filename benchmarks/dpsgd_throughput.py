@@ -14,20 +14,20 @@ Opacus computes per-sample gradients with layer hooks in one backward pass; a lo
 gradient (the WGAN-GP penalty) cannot be clipped per example that way, so Opacus is reported for (b) with the
 penalty left out of its per-sample gradients (marked "real term only") — a cheaper and weaker step.
 
-Measured 2026-11-22 on the shared 2-core CPU (load average 8-14 from other jobs), torch 2.13, opacus 1.6.0:
-``python benchmarks/dpsgd_throughput.py --repeats 3 --threads 1 --examples 2048``
+Measured 2026-11-22 on the idle 2-core CPU (load average < 1), torch 2.13, opacus 1.6.0:
+``python benchmarks/dpsgd_throughput.py --repeats 3 --threads 2 --examples 4096``
 
     model    batch | dpsynth ex/s opacus ex/s ratio | dpsynth ex/cpu-s opacus ex/cpu-s ratio | dpsynth MB opacus MB
-    mlp         64 |         3379        2720  1.24 |             9005            8022  1.12 |       42.6      55.5
-    mlp        256 |         6253        3406  1.84 |            10002            3677  2.72 |       58.7     140.6
-    mlp       1024 |        10992        3894  2.82 |            11035            3943  2.80 |       58.0     535.7
-    wgan-gp     64 |         1964        9205  0.21 |             2009            9726  0.21 |      122.6      40.9  *
-    wgan-gp   256 |         2434        4233  0.58 |             2495            4346  0.57 |      154.4     139.7  *
-    wgan-gp  1024 |         2932        4059  0.72 |             2963            4116  0.72 |      182.9     531.0  *
+    mlp         64 |        14705        8550  1.72 |             7359            4281  1.72 |       44.7      43.2
+    mlp        256 |        15304        8113  1.89 |             7702            4075  1.89 |       60.9     193.4
+    mlp       1024 |        15573        7060  2.21 |             7837            3686  2.13 |       65.2     531.5
+    wgan-gp     64 |         3771       12208  0.31 |             1972            6124  0.32 |      113.1      41.1  *
+    wgan-gp    256 |         4522        6859  0.66 |             2267            3442  0.66 |      145.9     192.7  *
+    wgan-gp   1024 |         5453        7796  0.70 |             2730            4046  0.67 |      171.3     532.0  *
 
-With ``--threads 2`` on the same oversubscribed machine both libraries ran 5-20x slower and the ranking at batch
-1024 flipped (dpsynth 0.47x): many small blocked ops suffer most from thread oversubscription. Re-measure on an idle
-machine before quoting 2-thread figures.
+(*) Opacus' row is the real term only (it cannot clip the penalty per example): not the same step. An earlier
+run on the shared machine (load average 8-14, ``--threads 1``) gave MLP ratios 1.24 / 1.84 / 2.82: small batches
+suffer most from contention; quote idle-machine figures.
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ import torch
 from dpsynth.errors import InputError
 from dpsynth.models import register
 from dpsynth.models._auto_gan_train import train_autoencoder, train_gan
-from dpsynth.models.base import Synthesizer
+from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
+from dpsynth.models.marginal_map import CategoryWeights
 from dpsynth.models.networks.autoencoder import Decoder, Encoder
 from dpsynth.models.networks.gan import Critic, LatentGenerator
 
@@ -68,7 +69,8 @@ class DPAutoGAN(Synthesizer):
     ``critic_lr`` / ``generator_lr``, clipping norm ``critic_max_grad_norm``, ``critic_loss`` in
     ``"wgan-gp"``, ``"wgan"``, ``"bce"`` (``gp_weight`` for the penalty), Gumbel-softmax temperature
     ``gumbel_tau`` for decoded categories. ``match_marginals`` maps sampled numeric columns, rank-preserving,
-    onto the DP metadata histograms (:mod:`dpsynth.models.marginal_map`; post-processing). ``numeric`` is the transformer's numeric encoding;
+    onto the DP metadata histograms and shifts category logits to the DP category counts (argmax sampling only;
+    :mod:`dpsynth.models.marginal_map`; post-processing, no ledger event). ``numeric`` is the transformer's numeric encoding;
     ``categorical_sampling`` (``"argmax"`` or ``"sample"``) decodes categories at sampling time.
     ``calibration_accountant`` (``"pld"`` or the faster, slightly more conservative ``"rdp"``) only chooses how
     noise multipliers are calibrated; the guarantee is always what the ledger proves.
@@ -202,6 +204,16 @@ class DPAutoGAN(Synthesizer):
         self.training_ = info
         self.critic_ = None  # DP too, but not needed for sampling: not kept, not saved
         self.encoder_net_ = None
+        self.category_weights_ = None
+        if self.match_marginals and self.categorical_sampling == "argmax":
+            # post-processing: decoded rows of the DP model + DP slot counts (see marginal_map.py)
+            self.generator_.eval()
+            self.decoder_.eval()
+            with torch.no_grad():
+                z = torch.randn(MARGINAL_REFERENCE_ROWS, self.noise_dim, generator=gen)
+                reference = self._decode_rows(z)
+            self.category_weights_ = CategoryWeights.fit(reference, self.transformer_, mode="logits",
+                                                         sigma=float(self.metadata_.sigma or 0.0))
 
     # ------------------------------------------------------------------ sample
     @torch.no_grad()
@@ -222,7 +234,10 @@ class DPAutoGAN(Synthesizer):
         parts = []
         for start in range(0, n, _SAMPLE_CHUNK):
             z = torch.randn(min(_SAMPLE_CHUNK, n - start), self.noise_dim, generator=gen)
-            parts.append(self.transformer_.inverse_transform(self._decode_rows(z), rng=rng, softmax=softmax))
+            rows = self._decode_rows(z)
+            if self.category_weights_ is not None:
+                rows = self.category_weights_.apply(rows)
+            parts.append(self.transformer_.inverse_transform(rows, rng=rng, softmax=softmax))
         if not parts:
             return self.transformer_.inverse_transform(np.zeros((0, self.transformer_.output_dim), np.float32))
         return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
@@ -236,6 +251,7 @@ class DPAutoGAN(Synthesizer):
             "data_dim": int(self.decoder_.net[-1].out_features),
             # wall-clock time depends on the private row count (not DP): kept in memory, never saved
             "training": {k: v for k, v in self.training_.items() if k != "fit_seconds"},
+            "category_weights": None if self.category_weights_ is None else self.category_weights_.to_dict(),
         }
         return tensors, state
 
@@ -250,5 +266,7 @@ class DPAutoGAN(Synthesizer):
             sub = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
             module.load_state_dict(sub, strict=True)
         self.training_ = state.get("training", {})
+        weights = state.get("category_weights")
+        self.category_weights_ = None if weights is None else CategoryWeights.from_dict(weights)
         self.critic_ = None
         self.encoder_net_ = None

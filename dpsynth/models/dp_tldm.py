@@ -41,7 +41,8 @@ from dpsynth.data.transformers import TableTransformer
 from dpsynth.errors import InputError
 from dpsynth.models import register
 from dpsynth.models._tldm_train import plan_phase, run_phase
-from dpsynth.models.base import Synthesizer
+from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
+from dpsynth.models.marginal_map import CategoryWeights
 from dpsynth.models.networks.diffusion import Denoiser, ddim_sample, noise_schedule
 from dpsynth.models.networks.vae import TabularVAE
 from dpsynth.privacy.gdp import ledger_gdp_report
@@ -69,8 +70,9 @@ class DPTLDM(Synthesizer):
         latent_sampler: ``"diffusion"`` (TLDM) or ``"prior"`` (plain DP-VAE: z ~ N(0, I); skips the diffusion
             phase and gives its budget to the VAE) — an ablation.
         nonprivate_epochs, nonprivate_batch_size, nonprivate_learning_rate: each phase in non-private mode.
-        match_marginals: map sampled numeric columns, rank-preserving, onto the DP metadata histograms
-            (:mod:`dpsynth.models.marginal_map`; post-processing).
+        match_marginals: map sampled numeric columns, rank-preserving, onto the DP metadata histograms, and
+            reweight category probabilities to the DP category counts (:mod:`dpsynth.models.marginal_map`;
+            post-processing, no ledger event).
     """
 
     name = "dp-tldm"
@@ -211,12 +213,24 @@ class DPTLDM(Synthesizer):
             "epsilon_total": _num(ledger.epsilon()), "n_rows_dp": n_dp, "phases": plans,
         }
         self.gdp_ = _gdp(ledger)
+        self.category_weights_ = None
+        if self.match_marginals:  # post-processing: decoded rows of the DP model + DP slot counts
+            reference = self._encoded_rows(MARGINAL_REFERENCE_ROWS, gen)
+            self.category_weights_ = CategoryWeights.fit(reference, self.transformer_, mode="probs",
+                                                         sigma=float(self.metadata_.sigma or 0.0))
 
     # ------------------------------------------------------------------ sample
     def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
         gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
         if n == 0:
             return self.transformer_.inverse_transform(np.zeros((0, self.transformer_.output_dim)))
+        arr = self._encoded_rows(n, gen)
+        if self.category_weights_ is not None:
+            arr = self.category_weights_.apply(arr)
+        return self.transformer_.inverse_transform(arr, rng=rng, softmax="probs")
+
+    def _encoded_rows(self, n: int, gen: torch.Generator) -> np.ndarray:
+        """Decoder output for n latents from the reverse diffusion (or the prior): numbers, slot probabilities."""
         parts = []
         with torch.no_grad():
             for start in range(0, n, _CHUNK):
@@ -227,15 +241,15 @@ class DPTLDM(Synthesizer):
                 else:
                     z = torch.randn((m, self.latent_dim), generator=gen)
                 parts.append(self.vae_.generate(z, generator=gen).numpy())
-        arr = np.concatenate(parts)
-        return self.transformer_.inverse_transform(arr, rng=rng, softmax="probs")
+        return np.concatenate(parts)
 
     # ------------------------------------------------------------------ state
     def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         tensors = {f"decoder.{k}": v for k, v in self.vae_.state_dict().items() if not k.startswith(("encoder.", "to_"))}
         if self.latent_sampler == "diffusion":
             tensors.update({f"denoiser.{k}": v for k, v in self.denoiser_.state_dict().items()})
-        state = {"transformer": self.transformer_.to_dict(), "budget": self.budget_, "gdp": self.gdp_}
+        state = {"transformer": self.transformer_.to_dict(), "budget": self.budget_, "gdp": self.gdp_,
+                 "category_weights": None if self.category_weights_ is None else self.category_weights_.to_dict()}
         return tensors, state
 
     def _set_state(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
@@ -251,6 +265,8 @@ class DPTLDM(Synthesizer):
         self.vae_.eval()
         self.denoiser_.eval()
         self.budget_, self.gdp_ = state["budget"], state["gdp"]
+        weights = state.get("category_weights")
+        self.category_weights_ = None if weights is None else CategoryWeights.from_dict(weights)
 
 
 # ---------------------------------------------------------------------- per-row losses (vmapped by the engine)

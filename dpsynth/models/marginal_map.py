@@ -11,6 +11,13 @@ Privacy: the map is built from (a) rows sampled from the already-trained DP mode
 Both are outputs of mechanisms recorded in the ledger; neither step reads a private row. It is post-processing
 and records no event.
 
+Categorical columns (:class:`CategoryWeights`, used by models that decode categories from per-row scores): each
+category's score is scaled by one weight per category (added in log space to logits), fitted on decoded reference
+rows so that the model's category frequencies match the DP histogram. Scaling every row's probability of category
+``c`` by the same ``w_c`` is the smallest change (in KL) of the model's conditional ``p(c | rest)`` that fixes the
+marginal (iterative proportional fitting on one margin), so what a row's other columns say about its category
+is kept. Same privacy argument: reference rows from the DP model plus DP histograms.
+
 Details:
 - ``F_model`` is estimated once, at the end of ``fit``, from ``n_reference`` sampled rows and kept as
   ``levels`` quantiles (saved in the model file); sampling applies the fixed map to each row on its own, so
@@ -33,7 +40,7 @@ import pandas as pd
 from dpsynth.data.metadata import DPMetadata, NumericHistogram
 from dpsynth.data.schema import Schema
 
-__all__ = ["MarginalMap"]
+__all__ = ["MarginalMap", "CategoryWeights"]
 
 _NUMERIC_KINDS = ("continuous", "integer", "mixed", "long_tail")
 
@@ -139,3 +146,73 @@ class MarginalMap:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MarginalMap:
         return cls({name: _ColumnMap.from_dict(m) for name, m in d.items()})
+
+
+class CategoryWeights:
+    """Per categorical softmax span: log-weights on its slots so decoded frequencies match the DP histogram.
+
+    ``mode="probs"``: the span holds probabilities and the decoder draws a slot in proportion to
+    ``p * w``; ``mode="logits"``: the span holds logits and the decoder takes ``argmax(logit + log w)``.
+    Targets are the transformer's DP slot counts (:meth:`TableTransformer.slot_counts`); slots whose noisy count
+    is below 2 sigma get a tiny target (1e-4 of the span) rather than zero, so no category becomes impossible.
+    """
+
+    def __init__(self, spans: dict[int, tuple[int, int]], log_weights: dict[int, np.ndarray], mode: str):
+        self.spans, self.log_weights, self.mode = spans, log_weights, mode
+
+    @classmethod
+    def fit(cls, reference: np.ndarray, transformer: Any, *, sigma: float, mode: str,
+            iterations: int = 60) -> CategoryWeights:
+        if mode not in ("probs", "logits"):
+            raise ValueError(f"mode must be 'probs' or 'logits'. Found {mode!r}.")
+        counts = transformer.slot_counts()
+        spans, weights = {}, {}
+        for i, span in enumerate(transformer.output_info):
+            if span.role != "category" or i not in counts:
+                continue
+            target = np.asarray(counts[i], dtype=float)
+            if sigma > 0:
+                target = np.where(target >= 2.0 * sigma, target, 0.0)
+            if target.sum() <= 0 or len(target) != span.end - span.start:
+                continue
+            target = np.maximum(target / target.sum(), 1e-4)
+            target /= target.sum()
+            block = np.asarray(reference[:, span.start : span.end], dtype=float)
+            spans[i] = (span.start, span.end)
+            weights[i] = _fit_log_weights(block, target, mode, iterations)
+        return cls(spans, weights, mode)
+
+    def apply(self, arr: np.ndarray) -> np.ndarray:
+        out = np.array(arr, dtype=np.float64, copy=True)
+        for i, (start, end) in self.spans.items():
+            if self.mode == "probs":
+                out[:, start:end] = np.clip(out[:, start:end], 0.0, None) * np.exp(self.log_weights[i])
+            else:
+                out[:, start:end] = out[:, start:end] + self.log_weights[i]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "spans": {str(i): list(se) for i, se in self.spans.items()},
+                "log_weights": {str(i): w.tolist() for i, w in self.log_weights.items()}}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CategoryWeights:
+        return cls({int(i): (int(se[0]), int(se[1])) for i, se in d["spans"].items()},
+                   {int(i): np.asarray(w, dtype=float) for i, w in d["log_weights"].items()}, str(d["mode"]))
+
+
+def _fit_log_weights(block: np.ndarray, target: np.ndarray, mode: str, iterations: int) -> np.ndarray:
+    """Fixed-point iteration b <- b + step * (log target - log current frequencies)."""
+    b = np.zeros(block.shape[1])
+    step = 1.0 if mode == "probs" else 0.5  # argmax frequencies respond to b in jumps: damp
+    for _ in range(iterations):
+        if mode == "probs":
+            p = np.clip(block, 0.0, None) * np.exp(b)
+            p /= np.maximum(p.sum(axis=1, keepdims=True), 1e-300)
+            current = p.mean(axis=0)
+        else:
+            current = np.bincount(np.argmax(block + b, axis=1), minlength=block.shape[1]) / len(block)
+        b += step * (np.log(target) - np.log(np.maximum(current, 1e-6)))
+        b -= b.max()
+        b = np.maximum(b, -30.0)
+    return b

@@ -94,3 +94,54 @@ def test_models_use_it_and_can_switch_it_off(name, adult_small, adult_schema):
     assert off.marginal_map_ is None
     # post-processing only: both ledgers hold the same events
     assert on.ledger_.to_dict()["entries"] == off.ledger_.to_dict()["entries"]
+
+
+class _FakeTransformer:
+    """The two things CategoryWeights reads from a TableTransformer: spans and DP slot counts."""
+
+    def __init__(self, counts):
+        from dpsynth.data.transformers.base import Span
+
+        self.output_info = [Span(0, 1, "tanh", "x", "value"), Span(1, 4, "softmax", "c", "category")]
+        self._counts = {1: np.asarray(counts, dtype=float)}
+
+    def slot_counts(self):
+        return self._counts
+
+
+@pytest.mark.parametrize("mode", ["probs", "logits"])
+def test_category_weights_match_the_dp_counts_and_keep_row_order(mode):
+    from dpsynth.models.marginal_map import CategoryWeights
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(0, 1, (20_000, 3)) + np.array([1.5, 0.0, -1.0])  # model over-produces slot 0
+    probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    block = probs if mode == "probs" else logits
+    arr = np.column_stack([rng.random(len(block)), block])
+    target = np.array([0.2, 0.5, 0.3])
+    weights = CategoryWeights.fit(arr, _FakeTransformer(target * 1000), sigma=0.0, mode=mode)
+    out = weights.apply(arr)
+    assert np.array_equal(out[:, 0], arr[:, 0])  # numeric slots untouched
+    if mode == "probs":
+        p = out[:, 1:] / out[:, 1:].sum(1, keepdims=True)
+        freq = p.mean(0)
+        # the same multiplicative weight for every row: a row likelier to be slot 0 before stays likelier after
+        assert stats.spearmanr(probs[:, 0], p[:, 0]).statistic > 0.95
+    else:
+        freq = np.bincount(out[:, 1:].argmax(1), minlength=3) / len(out)
+    assert np.abs(freq - target).max() < 0.02
+    before = probs.mean(0) if mode == "probs" else np.bincount(logits.argmax(1), minlength=3) / len(logits)
+    assert np.abs(before - target).max() > 0.2  # the test data really needed the correction
+    again = CategoryWeights.from_dict(weights.to_dict())
+    assert np.array_equal(again.apply(arr), out)
+
+
+def test_category_weights_never_make_a_category_impossible():
+    from dpsynth.models.marginal_map import CategoryWeights
+
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet([1, 1, 1], 5000)
+    arr = np.column_stack([np.zeros(len(probs)), probs])
+    weights = CategoryWeights.fit(arr, _FakeTransformer([900.0, 100.0, 3.0]), sigma=10.0, mode="probs")
+    assert np.all(np.isfinite(weights.log_weights[1]))
+    assert np.exp(weights.log_weights[1][2]) > 0
