@@ -91,3 +91,27 @@ def test_demo_writes_model_csv_ledger_evaluation_risk_and_report(tmp_path):
         assert heading in html
     risk = json.loads((out / "risk.json").read_text())
     assert risk  # the attacks ran and their results were saved
+
+
+@pytest.mark.parametrize("name", ["dp-tldm", "dp-auto-gan"])
+def test_deep_models_fit_sample_info_through_the_cli(name, small_csv, tmp_path, adult_schema, capsys):
+    from dpsynth.models import get_model_class
+
+    schema_path = tmp_path / "schema.json"
+    adult_schema.save(schema_path)
+    params = [f"--param={k}={json.dumps(list(v) if isinstance(v, tuple) else v)}"
+              for k, v in get_model_class(name).fast_params.items()]
+    model_path = tmp_path / "m.dpsynth"
+    assert main(["fit", str(small_csv), "--model", name, "--epsilon", "1", "--schema", str(schema_path),
+                 "--out", str(model_path), "--quiet", "--seed", "0", *params]) == 0
+    out_csv = tmp_path / "synth.csv"
+    assert main(["sample", str(model_path), "-n", "300", "-o", str(out_csv), "--seed", "1"]) == 0
+    synth = pd.read_csv(out_csv)
+    assert synth.shape == (300, 15) and list(synth.columns) == adult_schema.names
+    capsys.readouterr()
+    assert main(["info", str(model_path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["model"] == name and 0 < info["ledger"]["epsilon"] <= 1
+    assert main(["fit", str(small_csv), "--model", name, "--epsilon", "1", "--param", "no_such_knob=1", "--out",
+                 str(tmp_path / "x.dpsynth"), "--quiet"]) == 2
+    assert not (tmp_path / "x.dpsynth").exists()
