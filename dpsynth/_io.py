@@ -22,12 +22,13 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Pat
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     os.close(fd)
     tmp_path = Path(tmp)
-    # mkstemp creates the file with mode 0600; give the result the mode a plain open() would (0666 & ~umask)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp_path, 0o666 & ~umask)
     try:
         writer(tmp_path)
+        # mkstemp (and some writers, e.g. safetensors) create files with mode 0600; give the result the mode a
+        # plain open() would (0666 & ~umask)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_path, 0o666 & ~umask)
         os.replace(tmp_path, path)
     except BaseException:
         tmp_path.unlink(missing_ok=True)

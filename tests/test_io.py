@@ -63,3 +63,15 @@ def test_top_level_names_are_lazy_and_resolve():
     assert callable(dpsynth.load_model) and callable(dpsynth.assess_risk)
     with pytest.raises(AttributeError):
         dpsynth.no_such_name  # noqa: B018
+
+
+def test_model_files_get_the_umask_mode_too(tmp_path, adult_small, adult_schema):
+    from dpsynth.models import get_model_class
+
+    old = os.umask(0o022)
+    try:
+        model = get_model_class("marginals")().fit(adult_small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+        path = model.save(tmp_path / "m.dpsynth")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o644

@@ -61,7 +61,29 @@ def load_ledger(model_path: str | None) -> dict[str, Any] | None:
     ledger = header.get("ledger")
     if not isinstance(ledger, dict):
         raise InputError(f"{model_path} has no privacy ledger in its header.")
-    return ledger
+    return {**ledger, **_gdp_view(ledger)}
+
+
+def _gdp_view(ledger: dict[str, Any]) -> dict[str, Any]:
+    """mu-GDP and separation of the ledger's Gaussian events (pure accounting on the public event list), shown
+    beside the (epsilon, delta) guarantee; empty for a non-private ledger or one without Gaussian events."""
+    import math
+
+    from dpsynth.privacy.gdp import ledger_gdp_report
+    from dpsynth.privacy.ledger import PrivacyLedger
+
+    try:
+        restored = PrivacyLedger.from_dict(ledger)
+        if restored.non_private:
+            return {}
+        report = ledger_gdp_report(restored)
+    except Exception:  # noqa: BLE001 - an older or partial ledger: the report simply shows no GDP view
+        return {}
+    keys = ("mu_clt", "mu_seed004", "separation_clt", "separation_seed004")
+    out = {f"gdp_{k}": float(report[k]) for k in keys if isinstance(report.get(k), float) and math.isfinite(report[k])}
+    if out and report.get("not_covered"):
+        out["gdp_note"] = "mu covers the Gaussian entries only: " + ", ".join(report["not_covered"])
+    return out
 
 
 def _int_list(text: str, what: str) -> list[int]:

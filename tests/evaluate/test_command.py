@@ -67,3 +67,22 @@ def test_cli_user_errors_exit_2_with_one_line(files, tmp_path, capsys):
     assert main(["report", "--json", str(bad), "--report", str(tmp_path / "x.html")]) == 2
     assert main(["evaluate", "--real", str(files["real"]), "--synthetic", str(files["synth"]), "--model",
                  str(files["real"]), "--json", str(tmp_path / "o.json")]) == 2
+
+
+def test_report_ledger_shows_mu_gdp_and_separation(tmp_path, adult_small, adult_schema):
+    """The report's ledger (issue 4 item 3): epsilon, delta, mu-GDP / separation, per phase."""
+    import math
+
+    from dpsynth.evaluate.report import ledger_html
+    from dpsynth.models import get_model_class
+    from dpsynth.privacy.gdp import gdp_epsilon
+
+    model = get_model_class("marginals")().fit(adult_small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    path = model.save(tmp_path / "m.dpsynth")
+    ledger = command.load_ledger(str(path))
+    mu = ledger["gdp_mu_clt"]
+    assert 0 < mu < math.inf and 0 < ledger["gdp_separation_clt"] < 1
+    # Gaussian events only: the mu view is exact, so its epsilon at the same delta matches the ledger's
+    assert gdp_epsilon(mu, 1e-5) == pytest.approx(model.ledger_.epsilon(), rel=0.02)
+    html = ledger_html(ledger)
+    assert "gdp_mu_clt" in html and "Per phase" in html
