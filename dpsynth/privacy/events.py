@@ -75,6 +75,9 @@ def describe_event(event: dp_event.DpEvent) -> str:
         return f"Laplace(b={event.noise_multiplier:.4g})"
     if isinstance(event, dp_event.PoissonSampledDpEvent):
         return f"Poisson(q={event.sampling_probability:.4g}) o {describe_event(event.event)}"
+    if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
+        return (f"WithoutReplacement({event.sample_size} of {event.source_dataset_size}) o "
+                f"{describe_event(event.event)}")
     if isinstance(event, dp_event.SelfComposedDpEvent):
         return f"{event.count} x {describe_event(event.event)}"
     if isinstance(event, dp_event.ComposedDpEvent):

@@ -155,3 +155,20 @@ def test_rdp_at_large_sampling_rate_logs_nothing(caplog):
         absl.setLevel(level)
     assert math.isfinite(eps) and eps > 0
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+@pytest.mark.parametrize(
+    "event, text",
+    [
+        (dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.1)), 100),
+         "100 x Poisson(q=0.01) o Gaussian(z=1.1)"),
+        (dp_event.SampledWithoutReplacementDpEvent(10, 1, dp_event.GaussianDpEvent(1.5)),
+         "WithoutReplacement(1 of 10) o Gaussian(z=1.5)"),
+        (dp_event.LaplaceDpEvent(2.0), "Laplace(b=2)"),
+        (dp_event.NonPrivateDpEvent(), "non-private"),
+    ],
+)
+def test_events_read_as_text(event, text):
+    from dpsynth.privacy.events import describe_event
+
+    assert describe_event(event) == text
