@@ -202,17 +202,32 @@ class CategoryWeights:
 
 
 def _fit_log_weights(block: np.ndarray, target: np.ndarray, mode: str, iterations: int) -> np.ndarray:
-    """Fixed-point iteration b <- b + step * (log target - log current frequencies)."""
-    b = np.zeros(block.shape[1])
-    step = 1.0 if mode == "probs" else 0.5  # argmax frequencies respond to b in jumps: damp
-    for _ in range(iterations):
+    """Fixed-point iteration b <- b + step * (log target - log current frequencies); returns the best iterate.
+
+    In ``"probs"`` mode the frequencies are smooth in ``b`` and the iteration converges. In ``"logits"`` mode
+    they are argmax counts that move in jumps, so a fixed step can oscillate (one category swallowing most rows
+    on the last iterate): the step decays and the iterate with the smallest total-variation distance to the
+    target is kept, so the weights never make the marginal worse than no weights at all (b = 0 is iterate 0).
+    """
+
+    def frequencies(b: np.ndarray) -> np.ndarray:
         if mode == "probs":
             p = np.clip(block, 0.0, None) * np.exp(b)
             p /= np.maximum(p.sum(axis=1, keepdims=True), 1e-300)
-            current = p.mean(axis=0)
-        else:
-            current = np.bincount(np.argmax(block + b, axis=1), minlength=block.shape[1]) / len(block)
-        b += step * (np.log(target) - np.log(np.maximum(current, 1e-6)))
+            return p.mean(axis=0)
+        return np.bincount(np.argmax(block + b, axis=1), minlength=block.shape[1]) / len(block)
+
+    b = np.zeros(block.shape[1])
+    best_b, best_tvd = b.copy(), np.inf
+    for t in range(iterations + 1):
+        current = frequencies(b)
+        tvd = 0.5 * float(np.abs(current - target).sum())
+        if tvd < best_tvd:
+            best_b, best_tvd = b.copy(), tvd
+        if t == iterations:
+            break
+        step = 1.0 if mode == "probs" else 0.5 / np.sqrt(1.0 + t / 5.0)  # argmax jumps: damp, then decay
+        b = b + step * (np.log(target) - np.log(np.maximum(current, 1e-6)))
         b -= b.max()
         b = np.maximum(b, -30.0)
-    return b
+    return best_b
