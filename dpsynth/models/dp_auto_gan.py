@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -188,8 +189,14 @@ class DPAutoGAN(Synthesizer):
             self._build(x.shape[1])
         n_rows = float(self.metadata_.n_rows)
         if not ledger.non_private and n_rows < 2 * max(self.ae_batch_size, self.gan_batch_size):
-            raise InputError(
-                f"dp-auto-gan needs a DP row count of at least twice the batch size. Found {n_rows:.0f} rows."
+            # Not an error: the count is a noisy DP output, so the same table would fit on one seed and fail
+            # on another. The sampling rate is capped at 1 (every row in every batch), which the accountant
+            # models exactly; only utility suffers.
+            warnings.warn(
+                f"dp-auto-gan: the DP row count ({n_rows:.0f}) is below twice the batch size "
+                f"({2 * max(self.ae_batch_size, self.gan_batch_size)}); batches are capped at the whole table "
+                "and the model will be of little use. Use more rows, a larger epsilon or smaller batches.",
+                UserWarning, stacklevel=2,
             )
         info: dict[str, Any] = {"encoder": self.encoder, "n_rows_dp": n_rows}
         info["autoencoder"] = train_autoencoder(

@@ -173,6 +173,17 @@ def test_wgan_gp_critic_with_per_example_penalty(small, adult_schema):
     assert list(out.columns) == list(small.columns) and len(out) == 50
 
 
+def test_a_dp_row_count_below_the_batch_warns_and_caps_the_sampling_rate(small, adult_schema):
+    """The row count is a noisy DP output: a small table must not fit on one seed and fail on another. With
+    batches far above any plausible count, every phase samples with rate 1 and the ledger still holds."""
+    params = {**FAST, "ae_batch_size": 10_000, "gan_batch_size": 10_000, "ae_steps": 3, "critic_steps": 3}
+    with pytest.warns(UserWarning, match="below twice the batch size"):
+        model = DPAutoGAN(**params).fit(small.iloc[:50], epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    assert 0 < model.ledger_.epsilon() <= 1.0
+    assert {e.params["sample_rate"] for e in model.ledger_.entries if e.mechanism == "dp-sgd"} == {1.0}
+    assert len(model.sample(20, seed=1)) == 20
+
+
 def test_non_private_mode(small, adult_schema):
     model = DPAutoGAN(**FAST).fit(small, epsilon=math.inf, delta=1e-5, schema=adult_schema, seed=0)
     assert math.isinf(model.ledger_.epsilon())
