@@ -1,7 +1,8 @@
 """DP-SGD training throughput and peak memory: dpsynth vs Opacus 1.6 on the same models, in the same run.
 
-Not a test: prints a table. Models: (a) MLP 106 -> 256 -> 256 -> 1 with a logistic loss; (b) a WGAN-GP critic
-step (same MLP as critic) with the gradient penalty clipped per example together with the real term.
+Not a test: prints a table. Models: (a) MLP 106 -> 256 -> 256 -> 1 with a logistic loss; (b) ``wgan``: a WGAN
+critic step (same MLP as critic): real term clipped per example, public fake term added unclipped — the same step
+in both libraries; (c) ``wgan-gp``: (b) plus the gradient penalty clipped per example together with the real term.
 
     python benchmarks/dpsgd_throughput.py [--batches 64 256 1024] [--repeats 5] [--threads 2]
 
@@ -11,8 +12,8 @@ per step. Runs of the two libraries are interleaved and the median over repeats 
 is shared. Peak memory is the peak RSS above the RSS after set-up over 4 steps, in a fresh subprocess per (library, model,
 batch) (Linux: /proc/self/clear_refs resets VmHWM).
 Opacus computes per-sample gradients with layer hooks in one backward pass; a loss that contains an input
-gradient (the WGAN-GP penalty) cannot be clipped per example that way, so Opacus is reported for (b) with the
-penalty left out of its per-sample gradients (marked "real term only") — a cheaper and weaker step.
+gradient (the WGAN-GP penalty) cannot be clipped per example that way, so Opacus' row for (c) is step (b) — a
+cheaper and weaker step (marked *).
 
 Measured 2026-11-22 on the idle 2-core CPU (load average < 1), torch 2.13, opacus 1.6.0:
 ``python benchmarks/dpsgd_throughput.py --repeats 3 --threads 2 --examples 4096``
@@ -67,7 +68,8 @@ def dpsynth_runner(kind: str, b: int):
     alpha = torch.rand(b, 1, generator=torch.Generator().manual_seed(2))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     ledger = PrivacyLedger(target_epsilon=math.inf, target_delta=1e-5)
-    engine = DPSGD(model, opt, DPSGDConfig(1.0, 1.0, 1.0), ledger=ledger, phase="bench", max_steps=10**9,
+    config = DPSGDConfig(noise_multiplier=1.0, max_grad_norm=1.0, sample_rate=1.0)
+    engine = DPSGD(model, opt, config, ledger=ledger, phase="bench", max_steps=10**9,
                    generator=torch.Generator().manual_seed(0), n_rows=b)
     batches = engine.batches()
 
@@ -79,10 +81,15 @@ def dpsynth_runner(kind: str, b: int):
         slope = input_gradient(model_fn, mixed)
         return -model_fn(real).sum() + 10.0 * ((slope.pow(2).sum() + 1e-12).sqrt() - 1.0) ** 2
 
+    def critic_real(model_fn, real):
+        return -model_fn(real).sum()
+
     def step():
         next(batches)
         if kind == "mlp":
             engine.step(logistic, (x, y))
+        elif kind == "wgan":
+            engine.step(critic_real, (x,), public_loss=lambda: model(fake).mean())
         else:
             engine.step(critic_gp, (x, fake, alpha), public_loss=lambda: model(fake).mean())
 
@@ -95,6 +102,8 @@ def opacus_runner(kind: str, b: int):
     from opacus.optimizers import DPOptimizer
 
     model = GradSampleModule(mlp())
+    plain = mlp()  # hook-free twin, run on the wrapped model's parameters for the public fake term
+    params = dict(model._module.named_parameters())
     x, y, fake = data(b)
     opt = DPOptimizer(torch.optim.SGD(model.parameters(), lr=0.01), noise_multiplier=1.0, max_grad_norm=1.0,
                       expected_batch_size=b, loss_reduction="mean")
@@ -103,12 +112,17 @@ def opacus_runner(kind: str, b: int):
         opt.zero_grad(set_to_none=True)
         if kind == "mlp":
             loss = nn.functional.binary_cross_entropy_with_logits(model(x).squeeze(-1), y)
-        else:  # real term only: the penalty cannot be part of Opacus' per-sample gradients
-            loss = -model(x).mean()
-        loss.backward()
-        opt.step()
-        if kind != "mlp":  # fake term (public) added after privatisation, as dpsynth does
-            model.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            return
+        # critic: the real term per example (Opacus cannot add the penalty to it: see the module docstring) ...
+        (-model(x).mean()).backward()
+        opt.pre_step()  # clip + noise into p.grad
+        # ... plus the public fake term, unclipped, after privatisation (as dpsynth's public_loss does)
+        fake_loss = torch.func.functional_call(plain, params, (fake,)).mean()
+        for p, g in zip(params.values(), torch.autograd.grad(fake_loss, list(params.values()))):
+            p.grad = p.grad + g
+        opt.original_optimizer.step()
 
     return step
 
@@ -153,7 +167,7 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(args.threads)
     rows = []
-    for kind in ("mlp", "wgan-gp"):
+    for kind in ("mlp", "wgan", "wgan-gp"):
         for b in args.batches:
             n_steps = max(3, args.examples // b)
             steppers = {lib: make(kind, b) for lib, make in RUNNERS.items()}
@@ -180,13 +194,14 @@ def main() -> None:
     print(f"{'model':8} {'batch':>5} | {'dpsynth ex/s':>12} {'opacus ex/s':>11} {'ratio':>5} | "
           f"{'dpsynth ex/cpu-s':>16} {'opacus ex/cpu-s':>15} {'ratio':>5} | {'dpsynth MB':>10} {'opacus MB':>9}")
     for r in rows:
-        note = "  *" if r["model"] != "mlp" else ""
+        note = "  *" if r["model"] == "wgan-gp" else ""
         print(f"{r['model']:8} {r['batch']:>5} | {r['dpsynth_ex_s']:>12.0f} {r['opacus_ex_s']:>11.0f} "
               f"{r['ratio']:>5.2f} | {r['dpsynth_ex_cpu_s']:>16.0f} {r['opacus_ex_cpu_s']:>15.0f} "
               f"{r['ratio_cpu']:>5.2f} | {r['dpsynth_peak_mb']:>10.1f} {r['opacus_peak_mb']:>9.1f}{note}")
-    print("* wgan-gp: dpsynth clips real term + gradient penalty per example (double backward inside vmap) and adds "
-          "the public fake term; Opacus cannot put the penalty in its per-sample gradients (its hooks fail with "
-          "'IndexError: pop from empty list' on the penalty's double backward), so its row is the real term only.")
+    print("wgan: both libraries clip the critic's real term per example and add the public fake term unclipped "
+          "(the same step). * wgan-gp: dpsynth also clips the gradient penalty per example (double backward inside "
+          "vmap); Opacus cannot put the penalty in its per-sample gradients (its hooks fail with 'IndexError: pop "
+          "from empty list' on the penalty's double backward), so its row is the wgan step: not the same work.")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,13 @@
 """Composition of privacy events into one (epsilon, delta), through dp-accounting.
 
 Pure math, no torch. The neighbouring relation is **add/remove one record** throughout dpsynth (the one
-under which dp-accounting's Poisson-subsampled Gaussian results hold). A mechanism whose sensitivity is
-stated for replace-one neighbours may still be recorded here: replace-one sensitivity bounds add/remove
-sensitivity, so the event is conservative.
+under which dp-accounting's Poisson-subsampled Gaussian results hold). An event records a noise multiplier, i.e.
+noise std divided by the mechanism's **add/remove** sensitivity: whoever records an event must derive that
+sensitivity under add/remove (a replace-one bound is not enough in general: a count has replace-one sensitivity 0
+and add/remove sensitivity 1). Aggregate clipping, for instance, has add/remove sensitivity 2C (dpsgd.py). The
+one exception is explicit: events sampled *without replacement* from a fixed number of disjoint shards
+(``SampledWithoutReplacementDpEvent``) are accounted with dp-accounting's replace-one neighbouring relation, which
+is what adding or removing a record does to the shard it lands in (sanitizer.py).
 
 Guarantees:
 - ``epsilon_of`` returns an upper bound on the epsilon of the composition of all events at ``delta``:
@@ -18,6 +22,7 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 from collections.abc import Iterator, Sequence
@@ -27,7 +32,9 @@ from dp_accounting import dp_event, privacy_accountant
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 
-__all__ = ["Accountant", "epsilon_of", "compose", "fits"]
+from dpsynth.errors import InputError
+
+__all__ = ["Accountant", "epsilon_of", "compose", "fits", "check_accountant"]
 
 Accountant = Literal["best", "pld", "rdp"]
 
@@ -152,6 +159,11 @@ def _rdp_epsilon(event: dp_event.DpEvent, delta: float) -> float:
     return float(eps)
 
 
+def check_accountant(accountant: str) -> None:
+    if accountant not in ("best", "pld", "rdp"):
+        raise InputError(f"accountant must be 'best', 'pld' or 'rdp'. Found {accountant!r}.")
+
+
 def _at_orders(orders, rdp, targets):
     """RDP at each target order, upper-bounded by the value at the next computed order >= it (RDP grows with the
     order); inf beyond the largest computed order."""
@@ -175,8 +187,25 @@ def epsilon_of(
     """Epsilon (upper bound) of composing ``events`` at total ``delta``.
 
     ``extra_delta`` is the delta already consumed by thresholding mechanisms; returns ``inf`` if it is not
-    below ``delta`` or if any event is non-private.
+    below ``delta`` or if any event is non-private. Results are memoised (events are immutable and hashable): a
+    ledger asks the same question many times (JSON, text, GDP view, per-phase breakdown).
     """
+    check_accountant(accountant)
+    try:
+        key = (tuple((e, int(c)) for e, c in events), float(delta), float(extra_delta), accountant)
+        hash(key)
+    except TypeError:  # an event holding an unhashable field: compute without the memo
+        return _epsilon_of(events, delta, extra_delta, accountant)
+    return _epsilon_memo(key)
+
+
+@functools.lru_cache(maxsize=512)
+def _epsilon_memo(key) -> float:
+    events, delta, extra_delta, accountant = key
+    return _epsilon_of(events, delta, extra_delta, accountant)
+
+
+def _epsilon_of(events, delta: float, extra_delta: float, accountant: str) -> float:
     event = compose(events)
     if isinstance(event, dp_event.NoOpDpEvent):
         return 0.0
@@ -201,6 +230,7 @@ def fits(
     accountant: Accountant = "best",
 ) -> bool:
     """``epsilon_of(...) <= target_epsilon``, answered with the cheap RDP bound first when it suffices."""
+    check_accountant(accountant)
     if accountant in ("best", "rdp"):
         event = compose(events)
         if _is_non_private(event):

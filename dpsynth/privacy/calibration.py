@@ -47,7 +47,8 @@ def _check(sample_rate: float, delta: float, steps: int | None = None, target: f
 
 
 def _composed(event, count, delta, accountant, ledger: PrivacyLedger | None) -> float:
-    pairs = [(e.event, e.count) for e in ledger.entries] if ledger is not None else []
+    # committed_pairs: recorded runs plus steps that live allowances of other loops have reserved
+    pairs = ledger.committed_pairs() if ledger is not None else []
     extra = sum(e.extra_delta * e.count for e in ledger.entries) if ledger is not None else 0.0
     return epsilon_of(pairs + [(event, count)], delta, extra_delta=extra, accountant=accountant)
 

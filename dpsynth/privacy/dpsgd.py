@@ -49,7 +49,7 @@ __all__ = ["DPSGDConfig", "DPSGD", "validate_module", "CLIPPING_MODES"]
 CLIPPING_MODES = ("per_example", "batch", "microbatch")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DPSGDConfig:
     """Privacy settings of one DP-SGD phase (performance knobs live elsewhere and never change the guarantee)."""
 
@@ -198,12 +198,21 @@ class DPSGD:
         return self.ledger.epsilon()
 
     def batches(self) -> Iterator[torch.Tensor]:
-        """Poisson index batches, each charged to the ledger before it is yielded."""
-        for idx in self.sampler:
-            if self._steps >= self.max_steps or not self._allowance.take():
-                return
-            self._pending = idx
-            yield idx
+        """Poisson index batches, each charged to the ledger before it is yielded.
+
+        When the loop ends (or the caller stops iterating), the steps not taken are released to the ledger."""
+        try:
+            for idx in self.sampler:
+                if self._steps >= self.max_steps or not self._allowance.take():
+                    return
+                self._pending = idx
+                yield idx
+        finally:
+            self._allowance.release()
+
+    def release(self) -> None:
+        """Hand the untaken steps of this phase back to the ledger (no more steps can be taken)."""
+        self._allowance.release()
 
     def step(
         self,
@@ -250,6 +259,8 @@ class DPSGD:
             else:
                 agg, loss = {n: torch.zeros(s) for n, s in shapes.items()}, float("nan")
             norm = _joint_norm(agg)
+            if not bool(torch.isfinite(norm)):  # a non-finite aggregate is replaced by 0 (norm <= C still holds)
+                agg, norm = {n: torch.zeros_like(g) for n, g in agg.items()}, torch.zeros(())
             factor = float(clip_factors(norm, cfg.max_grad_norm))
             total = {n: g * factor for n, g in agg.items()}
             stats.update(clipped_fraction=float(factor < 1.0), grad_norm=float(norm), loss=loss)

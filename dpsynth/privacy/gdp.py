@@ -110,6 +110,8 @@ def _dpsgd_params(event: dp_event.DpEvent, count: int) -> tuple[float, float, in
 def ledger_gdp_report(ledger) -> dict:
     """mu (CLT and seed-004 formula) and separation of the ledger's DP-SGD / Gaussian entries, beside its epsilon.
 
+    ``mu_clt`` uses the Poisson CLT for subsampled entries and the exact sqrt(T)/sigma for unsampled Gaussian ones.
+
     Entries that are not (subsampled) Gaussian are listed under ``not_covered``; when any exists the GDP figures
     describe only part of the release. ``epsilon`` (PLD/RDP, the guarantee) is always included.
     """
@@ -124,7 +126,8 @@ def ledger_gdp_report(ledger) -> dict:
         q, s, t = params
         rows.append({
             "phase": entry.phase, "mechanism": entry.mechanism, "sample_rate": q, "noise_multiplier": s, "steps": t,
-            "mu_clt": mu_poisson_clt(sample_rate=q, noise_multiplier=s, steps=t),
+            # q = 1: the Gaussian mechanism is exactly sqrt(T)/sigma-GDP (the CLT formula would overstate it)
+            "mu_clt": math.sqrt(t) / s if q == 1.0 else mu_poisson_clt(sample_rate=q, noise_multiplier=s, steps=t),
             "mu_seed004": mu_seed004(sample_rate=q, noise_multiplier=s, steps=t),
         })
     mu_clt = compose_mu(r["mu_clt"] for r in rows)

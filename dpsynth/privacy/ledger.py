@@ -10,6 +10,10 @@ Guarantees:
   :class:`~dpsynth.errors.BudgetExceededError` instead, and the ledger is unchanged.
 - ``StepAllowance.take`` returns False (and records nothing) once the next step would exceed the target,
   so training stops *before* the target is exceeded, never after.
+- A live allowance *reserves* its untaken steps: every later question to the ledger (``spend``, another
+  ``allowance``, ``would_exceed``, noise calibration) is answered as if those steps had run. Two training loops on
+  one ledger (a critic and a classifier, DP-SGD beside a gradient sanitizer) therefore can never together pass the
+  target. ``StepAllowance.release()`` hands the untaken steps back (a loop that ends early calls it).
 - A non-private model (``target_epsilon=inf``) records ``NonPrivateDpEvent`` entries; its epsilon is inf.
 """
 
@@ -22,7 +26,7 @@ from typing import Any
 from dp_accounting import dp_event
 
 from dpsynth.errors import BudgetExceededError, InputError
-from dpsynth.privacy.accounting import Accountant, epsilon_of, fits
+from dpsynth.privacy.accounting import Accountant, check_accountant, epsilon_of, fits
 from dpsynth.privacy.events import describe_event, event_from_dict, event_to_dict
 
 __all__ = ["LedgerEntry", "PrivacyLedger", "StepAllowance", "check_privacy_params"]
@@ -97,10 +101,12 @@ class PrivacyLedger:
 
     def __init__(self, *, target_epsilon: float, target_delta: float, accountant: Accountant = "best"):
         check_privacy_params(target_epsilon, target_delta)
+        check_accountant(accountant)
         self.target_epsilon = float(target_epsilon)
         self.target_delta = float(target_delta)
         self.accountant: Accountant = accountant
         self.entries: list[LedgerEntry] = []
+        self._live: list[StepAllowance] = []  # allowances whose untaken steps are reserved (not serialised)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -110,6 +116,14 @@ class PrivacyLedger:
     def _pairs(self, extra: list[tuple[dp_event.DpEvent, int]] | None = None):
         pairs = [(e.event, e.count) for e in self.entries]
         return pairs + (extra or [])
+
+    def committed_pairs(self) -> list[tuple[dp_event.DpEvent, int]]:
+        """(event, count) of every recorded run plus the steps reserved by live allowances.
+
+        Anything that decides whether more may be spent (``would_exceed``, ``max_count``, noise calibration) must
+        compose against this, not against :attr:`entries` alone (see the module docstring)."""
+        reserved = [(a.entry.event, a.remaining) for a in self._live if a.remaining > 0]
+        return self._pairs(reserved)
 
     def _extra_delta(self, more: float = 0.0) -> float:
         return sum(e.extra_delta * e.count for e in self.entries) + more
@@ -125,9 +139,9 @@ class PrivacyLedger:
         return self.target_delta
 
     def epsilon_if(self, event: dp_event.DpEvent, count: int = 1, extra_delta: float = 0.0) -> float:
-        """Epsilon the ledger would show after also running ``event`` ``count`` times."""
+        """Epsilon the ledger would show after also running ``event`` ``count`` times (and every reserved step)."""
         return epsilon_of(
-            self._pairs([(event, count)]),
+            self.committed_pairs() + [(event, count)],
             self.target_delta,
             extra_delta=self._extra_delta(extra_delta * count),
             accountant=self.accountant,
@@ -137,7 +151,7 @@ class PrivacyLedger:
         if self.non_private:
             return False
         return not fits(
-            self._pairs([(event, count)]),
+            self.committed_pairs() + [(event, count)],
             self.target_delta,
             self.target_epsilon,
             extra_delta=self._extra_delta(extra_delta * count),
@@ -169,6 +183,17 @@ class PrivacyLedger:
                 accountant=self.accountant,
             )
         return out
+
+    def gdp(self) -> dict[str, Any] | None:
+        """The Gaussian-DP view of the (subsampled) Gaussian entries — mu by the Poisson CLT and by seed 004's
+        formula, and seed 004's separation — or None when there is none (non-private, or no Gaussian entry).
+        An approximation shown beside :meth:`epsilon`, never instead of it (see :mod:`dpsynth.privacy.gdp`)."""
+        if self.non_private or not any(e.count for e in self.entries):
+            return None
+        from dpsynth.privacy.gdp import ledger_gdp_report
+
+        report = ledger_gdp_report(self)
+        return report if report["entries"] else None
 
     # ------------------------------------------------------------------ recording
     def spend(
@@ -212,12 +237,20 @@ class PrivacyLedger:
     ) -> StepAllowance:
         """A step counter for a training loop: ``take()`` records one run of ``event`` if it still fits.
 
-        The number of steps that fit is computed once here (binary search over the composed epsilon), so
-        ``take()`` is O(1). Nothing else may be recorded on this ledger while the allowance is in use.
+        The number of steps that fit is computed once here (binary search over the composed epsilon, counting the
+        steps other live allowances have reserved), so ``take()`` is O(1). Until they are taken or released, the
+        allowed steps stay reserved: whatever is asked of the ledger later is answered as if they had run.
         """
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
+            raise InputError(f"max_steps must be an integer >= 0. Found {max_steps!r}.")
         allowed = self.max_count(event, max_steps)
         entry = self._record(event, phase=phase, mechanism=mechanism, count=0, extra_delta=0.0, params=params)
-        return StepAllowance(entry=entry, allowed=allowed)
+        allowance = StepAllowance(entry=entry, allowed=allowed, ledger=self)
+        self._live.append(allowance)
+        return allowance
+
+    def _release(self, allowance: StepAllowance) -> None:
+        self._live = [a for a in self._live if a is not allowance]
 
     # ------------------------------------------------------------------ forms
     def to_dict(self) -> dict[str, Any]:
@@ -231,6 +264,7 @@ class PrivacyLedger:
             "epsilon_pld": _json_float(self.epsilon("pld")) if self.entries else 0.0,
             "epsilon_rdp": _json_float(self.epsilon("rdp")) if self.entries else 0.0,
             "phases": {k: _json_float(v) for k, v in self.phases().items()},
+            "gdp": _gdp_summary(self.gdp()),
             "entries": [e.to_dict() for e in self.entries],
         }
 
@@ -258,26 +292,55 @@ class PrivacyLedger:
             )
         if len(phases) > 1:
             lines.append("  per phase (each alone): " + ", ".join(f"{k} {v:.4g}" for k, v in phases.items()))
+        gdp = _gdp_summary(self.gdp())
+        if gdp is not None:
+            partial = f" (not covering {', '.join(gdp['not_covered'])})" if gdp["not_covered"] else ""
+            lines.append(
+                f"  Gaussian-DP view{partial} (an approximation, not the guarantee): mu = {gdp['mu_clt']:.4g} "
+                f"(Poisson CLT), {gdp['mu_seed004']:.4g} (seed 004); separation = {gdp['separation_clt']:.4g} "
+                f"(CLT), {gdp['separation_seed004']:.4g} (seed 004)"
+            )
         return "\n".join(lines)
 
 
-@dataclass
+@dataclass(eq=False)
 class StepAllowance:
-    """Handed to a training loop by :meth:`PrivacyLedger.allowance`."""
+    """Handed to a training loop by :meth:`PrivacyLedger.allowance`: ``allowed`` more runs of ``entry.event``.
+
+    ``entry`` may already hold runs from an earlier allowance of the same phase and mechanism (a resumed loop):
+    this allowance counts only its own steps (``taken``)."""
 
     entry: LedgerEntry
     allowed: int
+    ledger: PrivacyLedger | None = None
+    taken: int = 0
+    released: bool = False
 
     @property
     def remaining(self) -> int:
-        return self.allowed - self.entry.count
+        return 0 if self.released else self.allowed - self.taken
 
     def take(self) -> bool:
         """Record one step if it fits in the budget; return False (recording nothing) otherwise."""
-        if self.entry.count >= self.allowed:
+        if self.remaining <= 0:
+            self.release()
             return False
         self.entry.count += 1
+        self.taken += 1
         return True
+
+    def release(self) -> None:
+        """Give the untaken steps back to the ledger; later ``take()`` calls return False."""
+        if not self.released:
+            self.released = True
+            if self.ledger is not None:
+                self.ledger._release(self)
+
+
+def _gdp_summary(report: dict[str, Any] | None) -> dict[str, Any] | None:
+    keys = ("mu_clt", "mu_seed004", "separation_clt", "separation_seed004", "epsilon_from_mu_clt", "not_covered",
+            "note")
+    return None if report is None else {k: report[k] for k in keys}
 
 
 def _json_float(x: float) -> float | str:

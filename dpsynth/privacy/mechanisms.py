@@ -87,7 +87,7 @@ def calibrate_gaussian_queries(ledger, n_queries: int, *, rel_tol: float = 1e-3)
     from dpsynth.privacy.accounting import fits
 
     def fits_rdp(sigma: float) -> bool:
-        pairs = ledger._pairs([(dp_event.GaussianDpEvent(sigma), n_queries)])
+        pairs = ledger.committed_pairs() + [(dp_event.GaussianDpEvent(sigma), n_queries)]
         return fits(pairs, ledger.target_delta, ledger.target_epsilon, extra_delta=ledger._extra_delta(),
                     accountant="rdp")
 

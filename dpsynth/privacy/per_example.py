@@ -12,7 +12,9 @@ Guarantees (tested in tests/privacy/test_per_example.py):
 - ``per_example_grads(...)[name][i]`` equals the gradient of the loss on the batch of one ``batch[i]``
   (to float tolerance), including a gradient-penalty term.
 - ``clip_and_sum`` scales each example's full gradient (all parameters jointly) to L2 norm <= ``max_norm``
-  (Abadi et al. 2016, Alg. 1) before summing.
+  (Abadi et al. 2016, Alg. 1) before summing. An example whose gradient is not finite (inf or NaN, e.g. from an
+  infinite input) contributes zero: ``0 * inf`` would be NaN and turn the whole noisy update into NaN, which
+  would reveal that such a record is present; zero has norm <= C, so the sensitivity is unchanged.
 """
 
 from __future__ import annotations
@@ -94,8 +96,18 @@ def clip_and_sum(grads: dict[str, torch.Tensor], max_norm: float) -> tuple[dict[
     """Clip each example's gradient to L2 norm ``max_norm`` and sum over examples; also return the (B,) norms."""
     norms = per_example_norms(grads)
     factors = clip_factors(norms, max_norm)
+    finite = torch.isfinite(norms)
+    if not bool(finite.all()):
+        factors = torch.where(finite, factors, torch.zeros_like(factors))
+        grads = {n: zero_rows(g, ~finite) for n, g in grads.items()}
     summed = {n: torch.tensordot(factors, g, dims=1) for n, g in grads.items()}
     return summed, norms
+
+
+def zero_rows(g: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``g`` with the examples (dim 0) selected by the boolean mask ``rows`` set to 0 (a copy)."""
+    mask = rows.reshape(-1, *([1] * (g.dim() - 1)))
+    return torch.where(mask, torch.zeros((), dtype=g.dtype), g)
 
 
 def clipped_sum(

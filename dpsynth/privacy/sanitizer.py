@@ -35,7 +35,7 @@ from dp_accounting import dp_event
 
 from dpsynth.errors import InputError, PrivacyError
 from dpsynth.privacy.ledger import PrivacyLedger
-from dpsynth.privacy.per_example import clip_factors
+from dpsynth.privacy.per_example import clip_factors, zero_rows
 
 __all__ = ["GradientSanitizer"]
 
@@ -129,12 +129,15 @@ class GradientSanitizer:
 
     def steps(self) -> Iterator[int]:
         """Yield the shard (discriminator) index of each step, charging the ledger before yielding."""
-        for _ in range(self.max_steps):
-            if not self._allowance.take():
-                return
-            self._pending = True
-            self._steps += 1
-            yield int(torch.randint(self.n_shards, (1,), generator=self.generator))
+        try:
+            for _ in range(self.max_steps):
+                if not self._allowance.take():
+                    return
+                self._pending = True
+                self._steps += 1
+                yield int(torch.randint(self.n_shards, (1,), generator=self.generator))
+        finally:
+            self._allowance.release()  # untaken steps go back to the ledger
 
     def sanitize(self, grad: torch.Tensor) -> torch.Tensor:
         """Clip each row of ``grad`` to C and add N(0, (2 C sigma)^2); consumes the charged step."""
@@ -147,7 +150,10 @@ class GradientSanitizer:
             )
         self._pending = False
         rows = grad.reshape(grad.shape[0], -1)
-        clipped = rows * clip_factors(rows.norm(dim=1), self.max_grad_norm).unsqueeze(1)
+        norms = rows.norm(dim=1)
+        finite = torch.isfinite(norms)  # a non-finite row contributes 0 (norm <= C), never NaN (see per_example.py)
+        factors = torch.where(finite, clip_factors(norms, self.max_grad_norm), torch.zeros_like(norms))
+        clipped = zero_rows(rows, ~finite) * factors.unsqueeze(1)
         noise = torch.normal(0.0, self.noise_std, size=clipped.shape, generator=self.generator)
         return (clipped + noise).reshape(grad.shape).to(grad.dtype)
 

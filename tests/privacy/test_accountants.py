@@ -9,9 +9,10 @@ import pytest
 from dp_accounting import dp_event
 from dp_accounting.rdp import rdp_privacy_accountant
 
-from dpsynth.errors import BudgetExceededError
+from dpsynth.errors import BudgetExceededError, InputError
 from dpsynth.privacy import PrivacyLedger, epsilon, gdp, ledger_gdp_report
 from dpsynth.privacy.calibration import dpsgd_event
+from dpsynth.privacy.gdp import mu_poisson_clt, separation
 
 DELTA = 1e-5
 # case: (q, sigma, T, RDP eps, PLD eps)
@@ -137,6 +138,70 @@ def test_allowance_stops_before_target():
     assert 0 < taken < 5000
     assert ledger.epsilon() <= 1.0
     assert ledger.epsilon_if(dpsgd_event(0.01, 1.1), 1) > 1.0  # one more step would exceed the target
+
+
+def _drain(allowance) -> int:
+    taken = 0
+    while allowance.take():
+        taken += 1
+    return taken
+
+
+def test_two_live_allowances_never_pass_the_target_together():
+    """Two training loops on one ledger (e.g. a DP critic and a DP classifier), interleaved step by step."""
+    ledger = PrivacyLedger(target_epsilon=1.0, target_delta=DELTA, accountant="rdp")
+    event = dpsgd_event(0.01, 1.1)
+    a = ledger.allowance(event, phase="critic", mechanism="dp-sgd", max_steps=5000)
+    b = ledger.allowance(event, phase="aux", mechanism="dp-sgd", max_steps=5000)
+    assert b.allowed < a.allowed  # a's untaken steps are reserved
+    while a.take() | b.take():
+        pass
+    assert ledger.epsilon() <= 1.0
+    assert ledger.epsilon_if(event, 1) > 1.0
+
+
+def test_spend_beside_a_live_allowance_counts_its_reserved_steps():
+    ledger = PrivacyLedger(target_epsilon=1.0, target_delta=DELTA, accountant="rdp")
+    event = dpsgd_event(0.01, 1.1)
+    allowance = ledger.allowance(event, phase="train", mechanism="dp-sgd", max_steps=5000)
+    with pytest.raises(BudgetExceededError):
+        ledger.spend(dp_event.GaussianDpEvent(5.0), phase="meta", mechanism="counts", count=20)
+    _drain(allowance)
+    assert ledger.epsilon() <= 1.0
+
+
+def test_released_steps_return_to_the_ledger_and_a_resumed_phase_continues():
+    ledger = PrivacyLedger(target_epsilon=1.0, target_delta=DELTA, accountant="rdp")
+    event = dpsgd_event(0.01, 1.1)
+    first = ledger.allowance(event, phase="train", mechanism="dp-sgd", max_steps=5000)
+    for _ in range(100):
+        assert first.take()
+    first.release()
+    assert not first.take() and first.remaining == 0
+    second = ledger.allowance(event, phase="train", mechanism="dp-sgd", max_steps=5000)  # same entry: resumed
+    assert second.allowed > 0 and second.remaining == second.allowed
+    assert _drain(second) == second.allowed
+    assert ledger.entries[0].count == 100 + second.allowed
+    assert ledger.epsilon() <= 1.0 < ledger.epsilon_if(event, 1)
+
+
+def test_ledger_json_and_text_carry_the_gaussian_dp_view():
+    ledger = PrivacyLedger(target_epsilon=3, target_delta=DELTA)
+    ledger.spend(dpsgd_event(0.01, 1.1), phase="train", mechanism="dp-sgd", count=50)
+    gdp = ledger.to_dict()["gdp"]
+    assert gdp["mu_clt"] == pytest.approx(mu_poisson_clt(sample_rate=0.01, noise_multiplier=1.1, steps=50))
+    assert gdp["separation_clt"] == pytest.approx(separation(gdp["mu_clt"]))
+    assert "Gaussian-DP view" in str(ledger) and "separation" in str(ledger)
+    plain = PrivacyLedger(target_epsilon=10, target_delta=DELTA)
+    plain.spend(dp_event.GaussianDpEvent(2.0), phase="meta", mechanism="counts", count=4)
+    assert plain.to_dict()["gdp"]["mu_clt"] == pytest.approx(2.0 / 2.0)  # q = 1: exactly sqrt(T)/sigma
+
+
+def test_unknown_accountant_is_refused():
+    with pytest.raises(InputError, match="accountant must be"):
+        epsilon(sample_rate=0.01, noise_multiplier=1.1, steps=10, delta=DELTA, accountant="gdp")
+    with pytest.raises(InputError, match="accountant must be"):
+        PrivacyLedger(target_epsilon=1.0, target_delta=DELTA, accountant="moments")
 
 
 def test_rdp_at_large_sampling_rate_logs_nothing(caplog):

@@ -25,6 +25,10 @@ def _engine(module, config, *, target=10.0, steps=5, n=200, opt=None, seed=0, no
     return engine, ledger
 
 
+def _cfg(sigma, clip, q, **kwargs):
+    return DPSGDConfig(noise_multiplier=sigma, max_grad_norm=clip, sample_rate=q, **kwargs)
+
+
 def _zero_loss(model_fn, x):
     return 0.0 * model_fn(x).sum()
 
@@ -55,10 +59,10 @@ def test_config_validates(kwargs):
 
 
 def test_sensitivity_and_event_per_mode():
-    pe = DPSGDConfig(1.5, 2.0, 0.01)
+    pe = _cfg(1.5, 2.0, 0.01)
     assert (pe.sensitivity, pe.noise_std) == (2.0, 3.0)
     for mode in ("batch", "microbatch"):
-        agg = DPSGDConfig(1.5, 2.0, 0.01, clipping=mode)
+        agg = _cfg(1.5, 2.0, 0.01, clipping=mode)
         assert (agg.sensitivity, agg.noise_std) == (4.0, 6.0)  # aggregate clipping: 2C, noise 2 C sigma
         # noise std / sensitivity = sigma, so the event is the same subsampled Gaussian
         assert agg.event() == dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.5))
@@ -68,28 +72,28 @@ def test_sensitivity_and_event_per_mode():
 def test_batchnorm_refused_with_reason():
     module = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 1))
     with pytest.raises(PrivacyError, match="GroupNorm"):
-        _engine(module, DPSGDConfig(1.0, 1.0, 0.1))
+        _engine(module, _cfg(1.0, 1.0, 0.1))
 
 
 def test_optimizer_with_foreign_parameters_refused():
     module, other = nn.Linear(3, 1), nn.Linear(3, 1)
     opt = torch.optim.SGD(list(module.parameters()) + list(other.parameters()), lr=0.1)
     with pytest.raises(PrivacyError, match="foreign"):
-        _engine(module, DPSGDConfig(1.0, 1.0, 0.1), opt=opt)
+        _engine(module, _cfg(1.0, 1.0, 0.1), opt=opt)
 
 
 def test_zero_noise_needs_explicit_non_private_mode():
     with pytest.raises(PrivacyError):
-        _engine(nn.Linear(3, 1), DPSGDConfig(0.0, 1.0, 0.1))
+        _engine(nn.Linear(3, 1), _cfg(0.0, 1.0, 0.1))
     ledger = PrivacyLedger(target_epsilon=1.0, target_delta=DELTA)
     module = nn.Linear(3, 1)
     with pytest.raises(PrivacyError, match="non-private ledger"):
-        DPSGD(module, torch.optim.SGD(module.parameters(), lr=0.1), DPSGDConfig(0.0, 1.0, 0.1), ledger=ledger,
+        DPSGD(module, torch.optim.SGD(module.parameters(), lr=0.1), _cfg(0.0, 1.0, 0.1), ledger=ledger,
               phase="t", max_steps=3, generator=torch.Generator(), n_rows=10, non_private=True)
 
 
 def test_step_without_charged_batch_refused():
-    engine, _ = _engine(_linear(), DPSGDConfig(1.0, 1.0, 0.1))
+    engine, _ = _engine(_linear(), _cfg(1.0, 1.0, 0.1))
     with pytest.raises(PrivacyError, match="charged"):
         engine.step(_zero_loss, (torch.zeros(3, 400),))
     batches = engine.batches()
@@ -101,7 +105,7 @@ def test_step_without_charged_batch_refused():
 
 # ------------------------------------------------------------------ ledger
 def test_every_batch_is_charged_before_it_is_yielded():
-    engine, ledger = _engine(_linear(), DPSGDConfig(1.0, 1.0, 0.1), steps=6)
+    engine, ledger = _engine(_linear(), _cfg(1.0, 1.0, 0.1), steps=6)
     entry = ledger.entries[0]
     for k, idx in enumerate(engine.batches(), start=1):
         assert entry.count == k
@@ -111,16 +115,50 @@ def test_every_batch_is_charged_before_it_is_yielded():
 
 
 def test_training_stops_before_target():
-    engine, ledger = _engine(_linear(), DPSGDConfig(2.0, 1.0, 0.05), target=1.0, steps=2000, n=100)
+    engine, ledger = _engine(_linear(), _cfg(2.0, 1.0, 0.05), target=1.0, steps=2000, n=100)
     n = sum(1 for _ in engine.batches())
     assert 0 < n == engine.steps_allowed < 2000
     assert engine.epsilon <= 1.0
     assert ledger.epsilon_if(ledger.entries[0].event, 1) > 1.0
 
 
+def test_two_interleaved_engines_on_one_ledger_stop_before_the_target():
+    """A DP critic and a DP classifier trained in one loop share the ledger: together they stay within it."""
+    ledger = PrivacyLedger(target_epsilon=1.0, target_delta=DELTA, accountant="rdp")
+    config = _cfg(2.0, 1.0, 0.05)
+    engines = [DPSGD(m, torch.optim.SGD(m.parameters(), lr=0.1), config, ledger=ledger, phase=phase, max_steps=2000,
+                     generator=torch.Generator().manual_seed(k), n_rows=100)
+               for k, (m, phase) in enumerate([(_linear(3, 1), "critic"), (_linear(3, 1), "aux")])]
+    loops = [e.batches() for e in engines]
+    live = [True, True]
+    while any(live):
+        for k, (engine, loop) in enumerate(zip(engines, loops)):
+            if live[k]:
+                idx = next(loop, None)
+                live[k] = idx is not None
+                if live[k]:
+                    engine.step(_zero_loss, (torch.zeros(len(idx), 3),))
+    assert engines[0].steps_taken > 0
+    assert ledger.epsilon() <= 1.0
+    assert ledger.epsilon_if(config.event(), 1) > 1.0
+
+
+def test_non_finite_gradient_of_one_record_does_not_poison_the_update():
+    """A record whose gradient is inf/NaN contributes 0 (norm <= C), never NaN (which would reveal it)."""
+    for clipping in ("per_example", "batch"):
+        module = _linear(3, 1)
+        config = _cfg(1.0, 1.0, 1.0, clipping=clipping)
+        engine, _ = _engine(module, config, n=4)
+        x = torch.ones(4, 3)
+        x[1, 0] = float("inf")
+        idx = next(engine.batches())
+        engine.step(lambda f, xi: f(xi).sum(), (x[idx],))
+        assert torch.isfinite(module.weight).all(), clipping
+
+
 def test_non_private_mode_records_non_private_event_and_is_exact():
     module = _linear(3, 1)
-    engine, ledger = _engine(module, DPSGDConfig(0.0, 0.1, 0.5), n=20, non_private=True)
+    engine, ledger = _engine(module, _cfg(0.0, 0.1, 0.5), n=20, non_private=True)
     x = torch.full((20, 3), 10.0)  # per-example norm 17 >> C = 0.1: no clipping in non-private mode
     idx = next(engine.batches())
     engine.step(lambda f, xi: -f(xi).sum(), (x[idx],))
@@ -133,7 +171,7 @@ def test_non_private_mode_records_non_private_event_and_is_exact():
 # ------------------------------------------------------------------ clipping, scaling, public term
 def test_update_is_clipped_sum_over_expected_batch_size(no_noise):
     module = _linear(4, 1)
-    engine, _ = _engine(module, DPSGDConfig(1.0, 1.0, 0.25), n=40)
+    engine, _ = _engine(module, _cfg(1.0, 1.0, 0.25), n=40)
     x = torch.zeros(40, 4)
     x[:20, 0] = 0.5  # norm 0.5: untouched
     x[20:, 1] = 7.0  # norm 7: clipped to 1
@@ -147,7 +185,7 @@ def test_update_is_clipped_sum_over_expected_batch_size(no_noise):
 def test_public_loss_added_unclipped_and_only_to_module(no_noise):
     module = _linear(4, 1)
     other = nn.Linear(4, 1)
-    engine, _ = _engine(module, DPSGDConfig(1.0, 1.0, 0.5), n=10)
+    engine, _ = _engine(module, _cfg(1.0, 1.0, 0.5), n=10)
     idx = next(engine.batches())
     engine.step(_zero_loss, (torch.zeros(len(idx), 4),),
                 public_loss=lambda: 1000.0 * module.weight.sum() + other.weight.sum())
@@ -157,7 +195,7 @@ def test_public_loss_added_unclipped_and_only_to_module(no_noise):
 
 def test_batch_clipping_clips_the_aggregate(no_noise):
     module = _linear(4, 1)
-    engine, _ = _engine(module, DPSGDConfig(1.0, 0.5, 0.5, clipping="batch"), n=20)
+    engine, _ = _engine(module, _cfg(1.0, 0.5, 0.5, clipping="batch"), n=20)
     x = torch.zeros(20, 4)
     x[:, 2] = 3.0
     idx = next(engine.batches())
@@ -167,7 +205,7 @@ def test_batch_clipping_clips_the_aggregate(no_noise):
 
 def test_microbatch_aggregates_have_norm_at_most_c(no_noise):
     module = _linear(4, 1)
-    config = DPSGDConfig(1.0, 1.0, 0.5, clipping="microbatch", microbatch_size=5)
+    config = _cfg(1.0, 1.0, 0.5, clipping="microbatch", microbatch_size=5)
     engine, _ = _engine(module, config, n=40)
     assert engine._n_groups == 4
     x = torch.zeros(40, 4)
@@ -183,7 +221,7 @@ def test_microbatch_aggregates_have_norm_at_most_c(no_noise):
 def test_noise_is_gaussian_with_the_right_std(clipping, factor):
     sigma, c, q, n = 1.3, 0.7, 0.1, 200
     module = _linear()
-    config = DPSGDConfig(sigma, c, q, clipping=clipping, microbatch_size=4)
+    config = _cfg(sigma, c, q, clipping=clipping, microbatch_size=4)
     engine, _ = _engine(module, config, n=n)
     idx = next(engine.batches())
     engine.step(_zero_loss, (torch.zeros(len(idx), 400),))
@@ -204,7 +242,7 @@ def test_trains_with_common_optimizers(opt_cls, lr):
     module = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     before = [p.detach().clone() for p in module.parameters()]
     opt = opt_cls(module.parameters(), lr=lr)
-    engine, _ = _engine(module, DPSGDConfig(0.8, 1.0, 0.1), n=300, opt=opt, steps=60, target=20)
+    engine, _ = _engine(module, _cfg(0.8, 1.0, 0.1), n=300, opt=opt, steps=60, target=20)
 
     def loss(f, xi, yi):
         return nn.functional.binary_cross_entropy_with_logits(f(xi).squeeze(-1), yi)
@@ -220,7 +258,7 @@ def test_trains_with_common_optimizers(opt_cls, lr):
 
 def test_empty_batch_is_a_noise_only_step():
     module = _linear(3, 1)
-    engine, _ = _engine(module, DPSGDConfig(1.0, 1.0, 0.001), n=10)
+    engine, _ = _engine(module, _cfg(1.0, 1.0, 0.001), n=10)
     idx = next(engine.batches())
     assert len(idx) == 0
     engine.step(_zero_loss, (torch.zeros(0, 3),))

@@ -97,3 +97,21 @@ def test_shard_assignment_is_an_iid_partition():
     counts = torch.bincount(a, minlength=4)
     assert counts.sum() == 4000 and a.min() >= 0 and a.max() < 4
     assert stats.chisquare(counts.numpy()).pvalue > 1e-3  # uniform
+
+
+def test_non_finite_row_gradient_is_zeroed_not_nan():
+    san, _ = _san(batch=4, sigma=1.0, c=1.0, target=1e9)
+    next(san.steps())
+    grad = torch.ones(4, 3)
+    grad[2, 1] = float("nan")
+    out = san.sanitize(grad)
+    assert torch.isfinite(out).all()
+
+
+def test_untaken_steps_are_released_when_the_loop_ends_early():
+    san, ledger = _san(batch=4, sigma=8.0, steps=1000, target=50.0)
+    assert sum(c for _, c in ledger.committed_pairs()) == 1000  # all reserved while the loop may still run
+    for k, _ in enumerate(san.steps()):
+        if k == 9:
+            break  # the loop's generator is closed here: its untaken steps go back to the ledger
+    assert sum(c for _, c in ledger.committed_pairs()) == ledger.entries[0].count == 10
