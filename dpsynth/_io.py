@@ -1,7 +1,19 @@
-"""File helpers: atomic writes (temp file in the same folder, then rename) and reading tables."""
+"""File helpers: atomic writes (temp file in the same folder, then rename) and reading / writing tables.
+
+Tables are read from CSV (``.csv``; ``.tsv`` is tab-separated; either optionally compressed) or Parquet
+(``.parquet`` / ``.pq``) and written to ``.csv`` or ``.parquet`` only: any other output suffix is refused
+before work starts (writing CSV into ``synthetic.xlsx`` would make a file no spreadsheet opens). A CSV whose
+rows do not all have as many fields as its header is refused with the first bad line: pandas would otherwise
+turn extra leading fields into an index or fill missing ones with NaN, silently moving or dropping values.
+"""
 
 from __future__ import annotations
 
+import bz2
+import csv
+import gzip
+import io
+import lzma
 import os
 import tempfile
 from collections.abc import Callable
@@ -11,14 +23,41 @@ import pandas as pd
 
 from dpsynth.errors import InputError
 
-__all__ = ["atomic_write", "atomic_write_text", "atomic_write_bytes", "read_table", "write_table"]
+__all__ = [
+    "TABLE_OUTPUT_SUFFIXES",
+    "atomic_write",
+    "atomic_write_text",
+    "atomic_write_bytes",
+    "check_output_path",
+    "check_table_output",
+    "read_table",
+    "write_table",
+]
+
+TABLE_OUTPUT_SUFFIXES = (".csv", ".parquet")
+
+
+def check_output_path(path: str | os.PathLike) -> Path:
+    """Refuse an output path whose folder does not exist (call before long work, not after it)."""
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        raise InputError(f"Output folder {path.parent} does not exist.")
+    if path.is_dir():
+        raise InputError(f"Output path {path} is a folder; give a file name.")
+    return path
+
+
+def check_table_output(path: str | os.PathLike) -> Path:
+    """Refuse a table output path that is not ``.csv`` or ``.parquet``, or whose folder does not exist."""
+    path = check_output_path(path)
+    if path.suffix.lower() not in TABLE_OUTPUT_SUFFIXES:
+        raise InputError(f"Output table must end in .csv or .parquet. Found '{path.name}'.")
+    return path
 
 
 def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Path:
     """Call ``writer(tmp_path)`` and rename the result onto ``path``; on error, leave nothing behind."""
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        raise InputError(f"Output folder {path.parent} does not exist.")
+    path = check_output_path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     os.close(fd)
     tmp_path = Path(tmp)
@@ -44,23 +83,74 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     return atomic_write(path, lambda p: p.write_bytes(data))
 
 
-def read_table(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a CSV (optionally gzipped) or Parquet file; raise InputError with the reason if it cannot."""
+def read_table(path: str | os.PathLike, *, sep: str | None = None) -> pd.DataFrame:
+    """Read a CSV / TSV (optionally .gz, .bz2, .xz or .zip compressed) or Parquet file; raise InputError with
+    the reason if it cannot.
+
+    ``sep`` overrides the separator (default ``","``, or a tab for ``.tsv``). A ragged CSV is refused.
+    """
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"No such file: {path}.")
-    suffixes = "".join(path.suffixes).lower()
+    if not path.is_file():
+        raise InputError(f"No such file: {path}." if not path.exists() else f"Not a file: {path}.")
+    suffixes = [s.lower() for s in path.suffixes]
+    compressed = bool(suffixes) and suffixes[-1] in _TEXT_OPENERS
+    kind = (suffixes[-2] if compressed and len(suffixes) > 1 else suffixes[-1]) if suffixes else ""
     try:
-        if suffixes.endswith(".parquet") or suffixes.endswith(".pq"):
+        if kind in (".parquet", ".pq") and not compressed:
             return pd.read_parquet(path)
-        return pd.read_csv(path, sep=None if suffixes.endswith(".tsv") else ",", engine="python" if suffixes.endswith(".tsv") else "c")
+        sep = sep or ("\t" if kind == ".tsv" else ",")
+        with _open_text(path, suffixes[-1] if compressed else None) as handle:
+            _check_rectangular(handle, path, sep)
+        return pd.read_csv(path, sep=sep)  # pandas infers the same compression from the suffix
+    except InputError:
+        raise
     except Exception as exc:  # noqa: BLE001 - parsers raise many types; all are a user's bad file
-        raise InputError(f"Cannot read {path} as a table: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ") + ".") from exc
+        reason = str(exc).splitlines()[0] if str(exc) else ""
+        raise InputError(f"Cannot read {path} as a table: {type(exc).__name__}: {reason}".rstrip(": ") + ".") from exc
+
+
+def _open_zip_member(path: Path):
+    import zipfile
+
+    archive = zipfile.ZipFile(path)
+    names = archive.namelist()
+    if len(names) != 1:
+        raise InputError(f"{path} must hold exactly one file to be read as a table. Found {len(names)}.")
+    return io.TextIOWrapper(archive.open(names[0]), encoding="utf-8", newline="")
+
+
+_TEXT_OPENERS = {
+    ".gz": lambda p: gzip.open(p, "rt", encoding="utf-8", newline=""),
+    ".bz2": lambda p: bz2.open(p, "rt", encoding="utf-8", newline=""),
+    ".xz": lambda p: lzma.open(p, "rt", encoding="utf-8", newline=""),
+    ".zip": _open_zip_member,
+}
+
+
+def _open_text(path: Path, compression: str | None):
+    if compression is None:
+        return open(path, encoding="utf-8", newline="")
+    return _TEXT_OPENERS[compression](path)
+
+
+def _check_rectangular(handle, path: Path, sep: str) -> None:
+    """Raise InputError at the first record whose field count differs from the header's (blank lines are
+    skipped, as pandas skips them). One streaming pass with the csv module, quotes handled as pandas does."""
+    reader = csv.reader(handle, delimiter=sep)
+    width = None
+    for row in reader:
+        if not row:
+            continue
+        if width is None:
+            width = len(row)
+        elif len(row) != width:
+            raise InputError(f"{path}: line {reader.line_num} has {len(row)} fields but the header has {width}; "
+                             "fix the file (a ragged table would lose or shift values).")
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """Write CSV or Parquet (by suffix) atomically."""
-    path = Path(path)
-    if "".join(path.suffixes).lower().endswith((".parquet", ".pq")):
+    """Write CSV or Parquet (by suffix: ``.csv`` or ``.parquet`` only) atomically."""
+    path = check_table_output(path)
+    if path.suffix.lower() == ".parquet":
         return atomic_write(path, lambda p: df.to_parquet(p, index=False))
     return atomic_write(path, lambda p: df.to_csv(p, index=False))

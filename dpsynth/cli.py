@@ -1,6 +1,9 @@
 """The ``dpsynth`` command: parse arguments, call the public API, print results. No logic of its own.
 
-A user error (any :class:`~dpsynth.errors.DPSynthError`) prints one line on stderr and exits with code 2.
+A user error (any :class:`~dpsynth.errors.DPSynthError`, and any bad argument) prints one line
+``dpsynth: error: ...`` on stderr and exits with code 2, no usage block, no traceback. ``--help`` still prints
+the full usage. When the reader of stdout goes away (``dpsynth info m | head -1``) the command stops quietly
+with code 141 (128 + SIGPIPE, what a shell reports for ``cat`` in the same place).
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ import argparse
 import importlib
 import json
 import math
+import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -20,6 +25,29 @@ __all__ = ["main", "build_parser"]
 # Subcommands contributed by other packages: module -> names of its add_parsers / run functions
 _PLUGINS = ("dpsynth.evaluate.command", "dpsynth.attacks.command")
 DEMO_MODEL = "dp-tldm"
+_EXIT_USER_ERROR = 2
+_EXIT_BROKEN_PIPE = 141
+
+
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
+
+
+class _UsageError(DPSynthError):
+    """A bad command line (argparse's complaint), reported like every other user error."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse prints a usage block and exits on a bad argument; raise instead, so that main() reports one
+    line and exits 2 (subcommand parsers inherit this class through ``add_subparsers``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse takes "-1e-5" and "-inf" for option names ("expected one argument"); let every negative
+        # number reach its type check, which then says what is wrong with the value
+        self._negative_number_matcher = _NEGATIVE_NUMBER
+
+    def error(self, message: str):
+        raise _UsageError(f"{message} (see '{self.prog} --help')")
 
 
 def _epsilon(text: str) -> float:
@@ -31,14 +59,29 @@ def _epsilon(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dpsynth", description="Differentially private synthetic data.")
+    parser = _Parser(prog="dpsynth", description="Differentially private synthetic data.")
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_datasets, _add_schema, _add_fit, _add_sample, _add_info, _add_demo):
+        add(sub)
+    for module_name in _PLUGINS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        module.add_parsers(sub)
+    return parser
 
+
+def _add_datasets(sub) -> None:
     p = sub.add_parser("datasets", help="list the known datasets")
     p.add_argument("action", nargs="?", default="list", choices=["list"])
     p.set_defaults(func=_cmd_datasets)
 
+
+def _add_schema(sub) -> None:
     p = sub.add_parser("schema", help="propose a schema for a table (reads the private data: review it!)")
     p.add_argument("action", choices=["infer"])
     p.add_argument("data", help="dataset name (e.g. adult) or CSV/Parquet path")
@@ -46,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", help="write here instead of stdout (.json or .yaml)")
     p.set_defaults(func=_cmd_schema)
 
+
+def _add_fit(sub) -> None:
     p = sub.add_parser("fit", help="fit a model on private data with an (epsilon, delta) budget")
     p.add_argument("data", help="dataset name (e.g. adult) or CSV/Parquet path")
     p.add_argument("--model", default="marginals", help="model name (see `dpsynth info --models`)")
@@ -59,19 +104,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_fit)
 
+
+def _add_sample(sub) -> None:
     p = sub.add_parser("sample", help="draw synthetic rows from a model file")
     p.add_argument("model_file")
     p.add_argument("-n", type=int, required=True, help="number of rows")
-    p.add_argument("-o", "--out", required=True, help="CSV or Parquet file to write")
+    p.add_argument("-o", "--out", required=True, help="file to write: .csv or .parquet")
     p.add_argument("--seed", type=int)
     p.set_defaults(func=_cmd_sample)
 
+
+def _add_info(sub) -> None:
     p = sub.add_parser("info", help="show a model file's ledger, schema and parameters")
     p.add_argument("model_file", nargs="?")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--models", action="store_true", help="list the available models")
     p.set_defaults(func=_cmd_info)
 
+
+def _add_demo(sub) -> None:
     p = sub.add_parser("demo", help="fit, sample, evaluate and report on the bundled Adult data")
     p.add_argument("--model", default=None, help=f"model name (default {DEMO_MODEL})")
     p.add_argument("--epsilon", type=_epsilon, default=1.0)
@@ -83,31 +134,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_demo)
 
-    for module_name in _PLUGINS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
-        module.add_parsers(sub)
-    return parser
-
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        return _run(argv)
+    except BrokenPipeError:
+        _silence_stdout()
+        return _EXIT_BROKEN_PIPE
+
+
+def _run(argv: list[str] | None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
         with warnings.catch_warnings():
             warnings.simplefilter("always")
             warnings.showwarning = _show_warning
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+        # flush here, inside the handler, so a closed pipe is seen now and not as an "Exception ignored" at exit
+        sys.stdout.flush()
+        return code
     except DPSynthError as exc:
         print(f"dpsynth: error: {exc}", file=sys.stderr)
-        return 2
+        return _EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("dpsynth: interrupted", file=sys.stderr)
         return 130
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush of the dead pipe cannot raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout replaced by an object without a file (tests)
+        pass
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
@@ -125,20 +185,24 @@ def _cmd_datasets(args) -> int:
     from dpsynth.datasets import list_datasets
 
     table = list_datasets()[["name", "task", "rows", "target", "source", "description"]]
-    print(table.to_string(index=False))
+    print(table.fillna("-").to_string(index=False))  # karate (a graph) has no target: "-", not NaN
     return 0
 
 
 def _cmd_schema(args) -> int:
+    from dpsynth._io import check_output_path
     from dpsynth.data.inference import infer_schema
     from dpsynth.datasets import load_table
 
+    if args.out:
+        check_output_path(args.out)
     train, _, _, target = load_table(args.data)
     schema = infer_schema(train, target=args.target or target)
     print(
         "dpsynth: note: this schema was inferred by READING THE PRIVATE DATA (bounds, categories, special values).\n"
-        "It is not differentially private. Review it, replace data-derived values by public knowledge, and only\n"
-        "then pass it to `dpsynth fit --schema` as public metadata.",
+        "It is not differentially private. Review the file, replace data-derived values by public knowledge, then\n"
+        'set "provenance": "public" in it to vouch for it, and pass it to `dpsynth fit --schema`\n'
+        "(a DP fit refuses a schema whose provenance is still \"inferred\").",
         file=sys.stderr,
     )
     if args.out:
@@ -175,11 +239,16 @@ def _fit_model(name, train, *, epsilon, delta, schema, metadata_share, params, s
 
 
 def _cmd_fit(args) -> int:
+    from dpsynth._io import check_output_path
     from dpsynth.data.schema import Schema
     from dpsynth.datasets import load_table
+    from dpsynth.privacy.ledger import check_privacy_params
 
-    train, _, bundled_schema, _ = load_table(args.data)
+    # cheap checks first: a typo must not cost a data load (or a fit)
+    check_privacy_params(args.epsilon, args.delta)
+    check_output_path(args.out)
     schema = Schema.load(args.schema) if args.schema else None
+    train, _, bundled_schema, _ = load_table(args.data)
     if schema is None and bundled_schema is not None:
         schema = bundled_schema
         print(f"dpsynth: using the public schema shipped for '{args.data}'", file=sys.stderr)
@@ -193,9 +262,10 @@ def _cmd_fit(args) -> int:
 
 
 def _cmd_sample(args) -> int:
-    from dpsynth._io import write_table
+    from dpsynth._io import check_table_output, write_table
     from dpsynth.models import load_model
 
+    check_table_output(args.out)
     model = load_model(args.model_file)
     frame = model.sample(args.n, seed=args.seed)
     write_table(frame, args.out)
@@ -232,7 +302,9 @@ def _cmd_demo(args) -> int:
     from dpsynth import datasets
     from dpsynth._io import atomic_write_text, write_table
     from dpsynth.models import available_models
+    from dpsynth.privacy.ledger import check_privacy_params
 
+    check_privacy_params(args.epsilon, args.delta)
     name = args.model or (DEMO_MODEL if DEMO_MODEL in available_models() else "marginals")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -92,7 +92,12 @@ def _search_paths(path: str | os.PathLike | None) -> list[Path]:
 
 
 def load(name: str, *, path: str | os.PathLike | None = None) -> Any:
-    """Load a dataset by name. Adult returns ``(train, test)``; other tables return one frame; karate a graph."""
+    """Load a dataset by name. Adult returns ``(train, test)``; other tables return one frame; karate a graph.
+
+    File datasets are looked up in ``path`` (a folder, or the file itself), then the folder named by the
+    ``DPSYNTH_DATA`` environment variable, then ``~/.cache/dpsynth``; the file must have the registry's name
+    (see :data:`REGISTRY`) and hold the dataset's target column.
+    """
     if name not in REGISTRY:
         raise InputError(f"Unknown dataset '{name}'. Known: {', '.join(REGISTRY)}.")
     info = REGISTRY[name]
@@ -109,14 +114,26 @@ def load(name: str, *, path: str | os.PathLike | None = None) -> Any:
         import networkx as nx
 
         return nx.karate_club_graph()
+    return _load_file(info, path)
+
+
+def _load_file(info: DatasetInfo, path: str | os.PathLike | None) -> pd.DataFrame:
+    from dpsynth._io import read_table
+
     filename = info.source.split(":", 1)[1]
-    for folder in _search_paths(path):
-        candidate = folder if folder.is_file() else folder / filename
+    folders = _search_paths(path)
+    for i, folder in enumerate(folders):
+        # only an explicit path may name the file itself: a DPSYNTH_DATA that points at some other dataset's
+        # file must not be read as this one
+        candidate = folder if (i == 0 and path is not None and folder.is_file()) else folder / filename
         if candidate.is_file():
-            sep = ";" if name == "cardio" else ","
-            return pd.read_csv(candidate, sep=sep)
-    where = ", ".join(str(p) for p in _search_paths(path))
-    raise InputError(f"Dataset '{name}' needs the file {filename}; put it in one of: {where} (or pass path=).")
+            frame = read_table(candidate, sep=";" if info.name == "cardio" else ",")
+            if info.target not in frame.columns:
+                raise InputError(f"{candidate} is not the '{info.name}' dataset: it lacks the target column "
+                                 f"'{info.target}'. Found columns {list(frame.columns)[:8]}.")
+            return frame
+    where = ", ".join(str(p) for p in folders)
+    raise InputError(f"Dataset '{info.name}' needs the file {filename}; put it in one of: {where} (or pass path=).")
 
 
 def schema(name: str) -> Schema | None:

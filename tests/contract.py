@@ -72,6 +72,26 @@ def check_non_private(model_cls: type[Synthesizer], data: pd.DataFrame, schema: 
     return model
 
 
+def expected_dtype(col, has_nan: bool) -> str:
+    """The dtype ``sample`` must give a column (dpsynth.data.frame.restore_dtypes' documented rule): the
+    schema's ``dtype``, except that NaN promotes int64 to Int64 and bool to boolean; a numeric column that is
+    not rounded is float64; without a declared dtype, the natural one for the kind and categories."""
+    if col.is_numeric:
+        if not col.rounds:
+            return "float64"
+        if col.dtype in (None, "int64", "Int64"):
+            return "Int64" if has_nan or col.dtype == "Int64" else "int64"
+        return "float64"
+    cats = col.categories
+    natural_bool = col.dtype is None and all(isinstance(c, (bool, np.bool_)) for c in cats)
+    natural_int = col.dtype is None and all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in cats)
+    if col.dtype in ("bool", "boolean") or natural_bool:
+        return "boolean" if has_nan or col.dtype == "boolean" else "bool"
+    if col.dtype in ("int64", "Int64") or natural_int:
+        return "Int64" if has_nan or col.dtype == "Int64" else "int64"
+    return col.dtype or "object"
+
+
 def _check_frame(synth: pd.DataFrame, schema: Schema, n: int) -> None:
     assert isinstance(synth, pd.DataFrame)
     assert list(synth.columns) == schema.names
@@ -89,7 +109,7 @@ def _check_frame(synth: pd.DataFrame, schema: Schema, n: int) -> None:
             assert np.all(arr >= col.lower - 1e-9) and np.all(arr <= col.upper + 1e-9), f"{col.name}: out of bounds"
             if col.rounds:
                 assert np.all(np.mod(arr, 1) == 0), f"{col.name}: integer column with fractions"
-                if col.dtype in ("int64", "Int64"):
-                    assert str(values.dtype) in ("int64", "Int64")
-        if col.dtype in ("int64", "float64", "str", "object", "bool") and not (col.dtype == "int64" and values.isna().any()):
-            assert str(values.dtype) == col.dtype, f"{col.name}: dtype {values.dtype} != {col.dtype}"
+        expected = expected_dtype(col, bool(values.isna().any()))
+        assert str(values.dtype) == expected, f"{col.name}: dtype {values.dtype} != {expected} (schema {col.dtype})"
+        if expected == "category":
+            assert list(values.cat.categories) == list(col.categories), f"{col.name}: categories reordered or lost"

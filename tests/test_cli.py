@@ -39,40 +39,119 @@ def test_fit_sample_info(small_csv, tmp_path, adult_schema):
     assert info["model"] == "marginals" and 0 < info["ledger"]["epsilon"] <= 1
 
 
-def test_schema_infer_says_it_read_private_data(small_csv):
+def test_schema_infer_says_it_read_private_data_and_how_to_vouch_for_it(small_csv):
     result = _run("schema", "infer", str(small_csv))
     assert result.returncode == 0
-    assert "READING THE PRIVATE DATA" in result.stderr
-    assert json.loads(result.stdout)["provenance"] == "inferred"
+    assert "READING THE PRIVATE DATA" in result.stderr and 'set "provenance": "public"' in result.stderr
+    schema = json.loads(result.stdout)
+    assert schema["provenance"] == "inferred" and '"provenance": "public"' in schema["note"]
+
+
+@pytest.fixture()
+def tiny_csv(tmp_path):
+    path = tmp_path / "tiny.csv"
+    path.write_text("c,x\n" + "".join(f"{'ab'[i % 2]},{i % 5}\n" for i in range(40)))
+    return path
+
+
+def _one_line_error(capsys, code, *parts):
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dpsynth: error:"), err
+    for part in parts:
+        assert part in lines[0], lines[0]
+    return lines[0]
 
 
 @pytest.mark.parametrize("args, message", [
     (["fit", "no-such-file.csv", "--epsilon", "1", "--out", "x"], "No such file"),
     (["fit", "adult", "--epsilon", "0", "--out", "x"], "epsilon must be > 0"),
     (["fit", "adult", "--epsilon", "1", "--delta", "2", "--out", "x"], "delta must be in (0, 1)"),
-    (["fit", "adult", "--model", "nope", "--epsilon", "1", "--out", "x"], "Unknown model 'nope'"),
+    (["fit", "{tiny}", "--model", "nope", "--epsilon", "1", "--out", "x"], "Unknown model 'nope'"),
     (["sample", "no-model.dpsynth", "-n", "5", "-o", "x.csv"], "No model file"),
+    # the extension is refused before the (missing) model file is even opened
+    (["sample", "no-model.dpsynth", "-n", "5", "-o", "s.xlsx"], "must end in .csv or .parquet. Found 's.xlsx'"),
+    (["fit", "{tiny}", "--epsilon", "1", "--out", "no/such/folder/m.dpsynth"], "Output folder no/such/folder"),
+    # argparse's own complaints: one line too, not a usage block
+    (["fit", "adult", "--epsilon", "abc", "--out", "x"], "epsilon must be a number or 'inf'. Found 'abc'"),
+    (["fit", "adult", "--epsilon", "1"], "the following arguments are required: --out"),
+    (["fit", "adult", "--epsilon", "1", "--delta", "tiny", "--out", "x"], "invalid float value: 'tiny'"),
+    (["sample", "m", "-n", "many", "-o", "x.csv"], "invalid int value: 'many'"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ([], "the following arguments are required: COMMAND"),
 ])
-def test_user_errors_exit_2_with_one_line(args, message):
-    result = _run(*args)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert lines[-1].startswith("dpsynth: error:") and message in lines[-1]
-    assert "Traceback" not in result.stderr
+def test_user_errors_exit_2_with_one_line(args, message, tiny_csv, capsys):
+    code = main([a.replace("{tiny}", str(tiny_csv)) for a in args])
+    _one_line_error(capsys, code, message)
 
 
-def test_unreadable_file_is_a_clear_error(tmp_path):
+@pytest.mark.parametrize("epsilon, delta, message", [
+    ("nan", "1e-5", "epsilon must be > 0 and finite (or inf for the non-private mode). Found nan."),
+    ("-inf", "1e-5", "Found -inf."),
+    ("1", "0", "delta must be in (0, 1). Found 0.0."),
+    ("1", "-1e-5", "delta must be in (0, 1). Found -1e-05."),
+    ("1", "1", "delta must be in (0, 1). Found 1.0."),
+    ("1", "nan", "delta must be in (0, 1). Found nan."),
+])
+def test_bad_budget_on_the_command_line(epsilon, delta, message, tiny_csv, tmp_path, capsys):
+    for command in (["fit", str(tiny_csv), "--out", str(tmp_path / "m.dpsynth")], ["demo", "--out", str(tmp_path)]):
+        code = main([*command, "--epsilon", epsilon, "--delta", delta, "--quiet"])
+        _one_line_error(capsys, code, message)
+    assert not (tmp_path / "m.dpsynth").exists()
+
+
+def test_malformed_schema_file_through_the_cli(tiny_csv, tmp_path, capsys):
+    schema = tmp_path / "schema.yaml"
+    schema.write_text("columns: 5\n")
+    code = main(["fit", str(tiny_csv), "--epsilon", "1", "--schema", str(schema), "--out", str(tmp_path / "m")])
+    _one_line_error(capsys, code, "Schema field 'columns' must be a non-empty list", "Found 5 (int)")
+    schema.write_text('columns:\n  - {name: c, kind: categorical, categories: abc}\n')
+    code = main(["fit", str(tiny_csv), "--epsilon", "1", "--schema", str(schema), "--out", str(tmp_path / "m")])
+    _one_line_error(capsys, code, "Column 'c': field 'categories' must be a list. Found 'abc' (str)")
+
+
+def test_ragged_csv_through_the_cli(tmp_path, capsys):
+    path = tmp_path / "ragged.csv"
+    path.write_text("a,b\n1,2,3,4\n5\n")
+    code = main(["schema", "infer", str(path)])
+    _one_line_error(capsys, code, "line 2 has 4 fields but the header has 2")
+
+
+def test_help_still_prints_the_usage(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["fit", "--help"])
+    assert info.value.code == 0 and "--epsilon EPSILON" in capsys.readouterr().out
+
+
+def test_a_real_process_prints_one_line_and_no_traceback():
+    result = _run("fit", "adult", "--epsilon", "abc", "--out", "x")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "dpsynth: error: argument --epsilon: epsilon must be a number or 'inf'. Found 'abc'. "
+        "(see 'dpsynth fit --help')"]
+
+
+def test_closed_stdout_pipe_ends_quietly():
+    """`dpsynth datasets | head -1`: the reader is gone before dpsynth writes; no BrokenPipeError traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "dpsynth.cli", "datasets"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # nobody will read: dpsynth's write gets EPIPE
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141 and err.decode() == ""
+
+
+def test_unreadable_file_is_a_clear_error(tmp_path, capsys):
     path = tmp_path / "bad.csv"
     path.write_bytes(b"\x00\xff\xfe garbage \x00")
-    result = _run("fit", str(path), "--epsilon", "1", "--out", str(tmp_path / "m"))
-    assert result.returncode == 2 and "Traceback" not in result.stderr
+    code = main(["fit", str(path), "--epsilon", "1", "--out", str(tmp_path / "m")])
+    _one_line_error(capsys, code, "Cannot read")
 
 
-def test_corrupt_model_file(tmp_path):
+def test_corrupt_model_file(tmp_path, capsys):
     path = tmp_path / "m.dpsynth"
     path.write_bytes(b"not a safetensors file")
-    result = _run("info", str(path))
-    assert result.returncode == 2 and "not a dpsynth model file" in result.stderr
+    _one_line_error(capsys, main(["info", str(path)]), "not a dpsynth model file")
 
 
 def test_demo_writes_model_csv_ledger_evaluation_risk_and_report(tmp_path):

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import gzip
+import re
+
 import pytest
 
 from dpsynth import datasets
@@ -20,19 +23,89 @@ def test_registry_knows_the_seed_datasets():
     assert datasets.load("karate").number_of_nodes() == 34
 
 
-def test_file_datasets_from_a_user_path(tmp_path):
-    with pytest.raises(InputError, match="needs the file universal_bank_loan.csv.gz"):
-        datasets.load("loan", path=tmp_path)
-    shared = tmp_path.parent / "missing"
-    import shutil
-    from pathlib import Path
+# Tiny files in each dataset's real format (header of the shared copy, two rows): the loader's lookup is tested
+# without /work/shared, which a clean CI clone does not have.
+TINY = {
+    "king": ("kc_house_sales.csv.gz", ",", ["id", "year", "month", "zipcode", "sqft_living", "bedrooms", "price"],
+             [[0, 2014, 5, 98001, 2200, 4, 285000], [1, 2014, 5, 98003, 2090, 3, 285000]]),
+    "housing": ("california_housing.csv.gz", ",", ["MedInc", "HouseAge", "Latitude", "MedHouseVal"],
+                [[8.3252, 41.0, 37.88, 4.526], [8.3014, 21.0, 37.86, 3.585]]),
+    "cardio": ("cardio.csv.gz", ";", ["id", "age", "gender", "weight", "cardio"],
+               [[0, 18393, 2, 62.0, 0], [1, 20228, 1, 85.0, 1]]),
+    "loan": ("universal_bank_loan.csv.gz", ",", ["ID", "Age", "Income", "Personal Loan"],
+             [[1, 25, 49, 0], [2, 45, 34, 1]]),
+}
 
-    source = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "universal_bank_loan.csv.gz"
-    if not source.exists():
-        pytest.skip("shared datasets folder not next to the repository")
-    shutil.copy(source, tmp_path / source.name)
-    assert datasets.load("loan", path=tmp_path).shape == (5000, 14)
-    del shared
+
+def _write_tiny(folder, name):
+    filename, sep, header, rows = TINY[name]
+    folder.mkdir(parents=True, exist_ok=True)
+    with gzip.open(folder / filename, "wt") as handle:
+        handle.write("\n".join(sep.join(map(str, r)) for r in [header, *rows]) + "\n")
+    return folder / filename
+
+
+@pytest.fixture()
+def no_data_env(tmp_path, monkeypatch):
+    """An empty HOME and no DPSYNTH_DATA, so that no real cache on this machine is found."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("DPSYNTH_DATA", raising=False)
+    return tmp_path
+
+
+def _check(frame, name):
+    _, _, header, rows = TINY[name]
+    assert list(frame.columns) == header and len(frame) == len(rows)
+    assert frame[datasets.REGISTRY[name].target].tolist() == [r[-1] for r in rows]
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_file_dataset_from_a_user_path_env_and_cache(no_data_env, monkeypatch, name):
+    tmp_path = no_data_env
+    filename = TINY[name][0]
+    with pytest.raises(InputError, match=f"needs the file {filename}"):
+        datasets.load(name)
+    _check(datasets.load(name, path=_write_tiny(tmp_path / "user", name).parent), name)  # a folder
+    _check(datasets.load(name, path=tmp_path / "user" / filename), name)  # the file itself
+    monkeypatch.setenv("DPSYNTH_DATA", str(tmp_path / "env"))
+    with pytest.raises(InputError, match=str(tmp_path / "env")):
+        datasets.load(name)
+    _write_tiny(tmp_path / "env", name)
+    _check(datasets.load(name), name)
+    monkeypatch.delenv("DPSYNTH_DATA")
+    _write_tiny(tmp_path / "home" / ".cache" / "dpsynth", name)
+    _check(datasets.load(name), name)
+
+
+def test_a_file_without_the_target_column_is_not_the_dataset(no_data_env):
+    path = _write_tiny(no_data_env / "user", "king")
+    (no_data_env / "user" / "cardio.csv.gz").write_bytes(path.read_bytes())  # king's file under cardio's name
+    with pytest.raises(InputError, match="not the 'cardio' dataset: it lacks the target column 'cardio'"):
+        datasets.load("cardio", path=no_data_env / "user")
+
+
+def test_dpsynth_data_naming_another_datasets_file_is_not_read(no_data_env, monkeypatch):
+    monkeypatch.setenv("DPSYNTH_DATA", str(_write_tiny(no_data_env / "env", "king")))
+    with pytest.raises(InputError, match="needs the file california_housing.csv.gz"):
+        datasets.load("housing")
+
+
+def test_library_datasets_ignore_the_search_path(no_data_env):
+    assert datasets.load("wine", path=no_data_env).shape == (178, 14)
+    assert datasets.load("karate", path=no_data_env).number_of_edges() == 78
+
+
+def test_datasets_cli_lists_every_dataset_with_a_dash_for_no_target(capsys):
+    from dpsynth.cli import main
+
+    assert main(["datasets"]) == 0 and main(["datasets", "list"]) == 0
+    out = capsys.readouterr().out
+    lines = out.strip().splitlines()
+    assert len(lines) == 2 * (1 + len(datasets.REGISTRY))
+    karate = next(line for line in lines if line.split()[0] == "karate")
+    assert "NaN" not in out and re.search(r"78 edges +- +networkx", karate)  # rows, target, source
+    assert main(["datasets", "show"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
 
 
 def test_unknown_dataset():

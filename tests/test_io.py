@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 import os
 import stat
+import zipfile
 
 import pandas as pd
 import pytest
@@ -75,3 +79,67 @@ def test_model_files_get_the_umask_mode_too(tmp_path, adult_small, adult_schema)
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+
+
+@pytest.mark.parametrize("text, line, found", [
+    ("a,b\n1,2,3,4\n5\n", 2, 4),  # pandas made the extra fields an index: 1 and 2 vanished from the columns
+    ("a,b\n1,2\n5\n", 3, 1),  # pandas filled the short row with NaN
+    ("a,b\n1,2\n3,4,5\n", 3, 3),
+    ('a,b\n"x,y",2\n\n"multi\nline",3\n7\n', 6, 1),  # quoted separators / newlines are one field; blank lines skipped
+])
+def test_ragged_csv_is_refused_naming_the_line(tmp_path, text, line, found):
+    path = tmp_path / "ragged.csv"
+    path.write_text(text)
+    with pytest.raises(InputError, match=rf"line {line} has {found} fields but the header has 2") as info:
+        read_table(path)
+    assert "\n" not in str(info.value)
+
+
+def test_rectangular_csv_with_quotes_blank_lines_tsv_and_gzip_is_read(tmp_path):
+    (tmp_path / "ok.csv").write_text('a,b\n"x,y",2\n\n"multi\nline",3\n')
+    assert read_table(tmp_path / "ok.csv")["a"].tolist() == ["x,y", "multi\nline"]
+    (tmp_path / "ok.tsv").write_text("a\tb\n1\t2\n")
+    assert read_table(tmp_path / "ok.tsv").shape == (1, 2)
+    with gzip.open(tmp_path / "ok.csv.gz", "wt") as handle:
+        handle.write("a;b\n1;2\n")
+    assert read_table(tmp_path / "ok.csv.gz", sep=";")["b"].tolist() == [2]
+    with gzip.open(tmp_path / "bad.csv.gz", "wt") as handle:
+        handle.write("a,b\n1\n")
+    with pytest.raises(InputError, match="line 2 has 1 fields"):
+        read_table(tmp_path / "bad.csv.gz")
+
+
+@pytest.mark.parametrize("suffix", [".csv.bz2", ".csv.xz", ".csv.zip", ".tsv.gz"])
+def test_compressed_tables_are_checked_and_read(tmp_path, suffix):
+    good, bad = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}), "a,b\n1,2\n3\n"
+    sep = "\t" if suffix.startswith(".tsv") else ","
+    good.to_csv(tmp_path / f"good{suffix}", index=False, sep=sep)
+    assert read_table(tmp_path / f"good{suffix}").equals(good)
+
+    path = tmp_path / f"bad{suffix}"
+    data = bad.replace(",", sep).encode()
+    if suffix.endswith(".zip"):
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("bad.csv", data)
+    else:
+        path.write_bytes({".bz2": bz2.compress, ".xz": lzma.compress, ".gz": gzip.compress}[path.suffix](data))
+    with pytest.raises(InputError, match="line 3 has 1 fields but the header has 2"):
+        read_table(path)
+
+
+@pytest.mark.parametrize("name", ["s.xlsx", "s.json", "s.csv.gz", "s.pq", "s"])
+def test_unknown_table_output_suffix_is_refused_and_nothing_written(tmp_path, name):
+    with pytest.raises(InputError, match=rf"must end in \.csv or \.parquet\. Found '{name}'"):
+        write_table(pd.DataFrame({"a": [1]}), tmp_path / name)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_folder_or_missing_file_is_not_a_table(tmp_path):
+    folder = tmp_path / "out.csv"
+    folder.mkdir()
+    with pytest.raises(InputError, match="Not a file"):
+        read_table(folder)
+    with pytest.raises(InputError, match="No such file"):
+        read_table(tmp_path / "nope.csv")
+    with pytest.raises(InputError, match="is a folder"):
+        write_table(pd.DataFrame({"a": [1]}), folder)

@@ -20,11 +20,13 @@ import pandas as pd
 from dpsynth.data.schema import Schema
 from dpsynth.errors import InputError
 
-__all__ = ["check_frame", "conform", "restore_dtypes", "categorical_codes"]
+__all__ = ["check_frame", "check_column", "conform", "restore_dtypes", "categorical_codes"]
 
 
 def check_frame(df: object) -> None:
-    """Refuse inputs no model can learn from, with one clear line."""
+    """Refuse inputs no model can learn from, with one clear line: not a frame, no rows or columns, duplicate
+    or non-string column names, and any column :func:`check_column` refuses (every column is checked, also
+    ones a schema excludes: drop those before fitting)."""
     if not isinstance(df, pd.DataFrame):
         raise InputError(f"Expected a pandas DataFrame. Found {type(df).__name__}.")
     if df.shape[1] == 0:
@@ -37,7 +39,69 @@ def check_frame(df: object) -> None:
         raise InputError(f"The table has duplicate column names: {dupes}.")
     bad = [c for c in df.columns if not isinstance(c, str)]
     if bad:
-        raise InputError(f"Column names must be strings. Found {bad[:5]}; rename them (e.g. df.columns = df.columns.astype(str)).")
+        raise InputError(f"Column names must be strings. Found {bad[:5]}; rename them "
+                         "(e.g. df.columns = df.columns.astype(str)).")
+    for name in df.columns:
+        check_column(df[name])
+
+
+# infer_dtype results of an object column whose values cannot collide: equal values are the same datum
+_SAFE_OBJECT_TYPES = ("string", "empty", "boolean", "integer", "floating", "mixed-integer-float")
+_DATE_TYPES = ("datetime", "datetime64", "date", "time", "timedelta", "timedelta64", "period")
+_DATE_HINT = "convert it to a number (e.g. days since an epoch) or to text"
+
+
+def check_column(series: pd.Series) -> None:
+    """Refuse a column whose values dpsynth cannot model without changing them (one InputError line).
+
+    Accepted: bool, integer and float dtypes (numpy or nullable), ``str`` / ``string``, ``category`` with
+    such categories, and ``object`` columns holding only text, only booleans or only numbers. Refused:
+    dates and durations (datetime64, timedelta64, period, or ``datetime`` objects), complex numbers (casting
+    would drop the imaginary part), lists / dicts / other containers, bytes, decimals, and object columns
+    mixing types (``True == 1`` and ``1 == "1"`` after a CSV round trip would merge distinct categories).
+    """
+    name, dtype = series.name, series.dtype
+    if pd.api.types.is_complex_dtype(dtype):
+        raise InputError(f"Column '{name}' holds complex numbers (dtype {dtype}); split it into real and "
+                         "imaginary columns (casting would drop the imaginary part).")
+    if (pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype)
+            or isinstance(dtype, pd.PeriodDtype)):
+        raise InputError(f"Column '{name}' holds dates or times (dtype {dtype}); {_DATE_HINT}.")
+    if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
+        return
+    if isinstance(dtype, pd.CategoricalDtype):
+        _check_objects(name, pd.Series(dtype.categories, dtype=object), "category")
+        return
+    if dtype == object:
+        _check_objects(name, series, "object")
+        return
+    if pd.api.types.is_string_dtype(dtype):  # str, string, string[pyarrow]
+        return
+    raise InputError(f"Column '{name}' has dtype {dtype}, which dpsynth cannot model; convert it to numbers, "
+                     "text or a category.")
+
+
+def _check_objects(name, values: pd.Series, dtype: str) -> None:
+    found = pd.api.types.infer_dtype(values, skipna=True)
+    if found in _SAFE_OBJECT_TYPES:
+        return
+    if found in _DATE_TYPES:
+        raise InputError(f"Column '{name}' holds dates or times ({found} values, dtype {dtype}); {_DATE_HINT}.")
+    present = [v for v in values.tolist() if not (v is None or v is pd.NA or (isinstance(v, float) and v != v))]
+    types = sorted({type(v).__name__ for v in present})
+    containers = [v for v in present if isinstance(v, (list, tuple, dict, set, frozenset, np.ndarray, pd.Series))]
+    if containers:
+        example = " ".join(repr(containers[0]).split())[:40]  # one line, even for an array's repr
+        raise InputError(f"Column '{name}' holds {type(containers[0]).__name__} values, e.g. {example}; "
+                         "each cell must be one number, boolean or text (split or encode them as text first).")
+    if found == "complex" or any(isinstance(v, (complex, np.complexfloating)) for v in present):
+        raise InputError(f"Column '{name}' holds complex numbers; split it into real and imaginary columns.")
+    if len(types) > 1:
+        raise InputError(f"Column '{name}' mixes value types ({', '.join(types)}) in one {dtype} column; equal-looking "
+                         f"values (True and 1, 1 and '1') would merge. Convert it to one type, e.g. "
+                         f"df['{name}'].astype(str).")
+    raise InputError(f"Column '{name}' holds {', '.join(types) or found} values, which dpsynth cannot model; "
+                     "convert them to numbers or text.")
 
 
 def categorical_codes(series: pd.Series, categories: tuple, other=None) -> np.ndarray:
@@ -126,7 +190,8 @@ def _restore_categorical(values: pd.Series, col) -> pd.Series:
         return pd.Series(pd.Categorical(series, categories=cats))
     if col.dtype in ("bool", "boolean") or (col.dtype is None and all(isinstance(c, (bool, np.bool_)) for c in cats)):
         return series.astype("boolean" if series.isna().any() or col.dtype == "boolean" else "bool")
-    if col.dtype in ("int64", "Int64") or (col.dtype is None and all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in cats)):
+    natural_int = col.dtype is None and all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in cats)
+    if col.dtype in ("int64", "Int64") or natural_int:
         return series.astype("Int64" if series.isna().any() or col.dtype == "Int64" else "int64")
     if col.dtype == "float64":
         return series.astype("float64")

@@ -13,7 +13,12 @@ Rules (documented, tested):
   minimum or maximum holding >= 10% of the rows, in a column with > 10 distinct values, makes the column
   ``mixed`` with that special value (0 in Adult's capital-gain, seed 000 §4.2); a non-negative column whose
   99th percentile is > 50 times its median (and > 1000) is ``long_tail``;
-- columns with missing values are ``nullable``; all-missing columns and infinite values are errors.
+- columns with missing values are ``nullable``; all-missing columns and infinite values are errors;
+- columns no model can represent are errors (:func:`~dpsynth.data.frame.check_column`): dates and times,
+  complex numbers, lists, object columns mixing types (``True`` and ``1`` would merge into one category).
+
+The result has ``provenance="inferred"``; a DP fit refuses it until the user reviews it and marks it public
+(``"provenance": "public"`` in the file, or :meth:`~dpsynth.data.schema.Schema.reviewed` in code).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from dpsynth.data.frame import check_frame
+from dpsynth.data.frame import check_column, check_frame
 from dpsynth.data.schema import DTYPES, Column, Schema
 from dpsynth.errors import InputError
 
@@ -34,7 +39,10 @@ SPECIAL_VALUE_SHARE = 0.10
 
 
 def infer_schema(df: pd.DataFrame, *, target: str | None = None, warn: bool = True) -> Schema:
-    """Propose a :class:`Schema` for ``df`` by reading it (not DP: see the module docstring)."""
+    """Propose a :class:`Schema` for ``df`` by reading it (not DP: see the module docstring).
+
+    Returns a schema with ``provenance="inferred"``: review it, then use ``schema.reviewed()`` (or set
+    ``"provenance": "public"`` in its file) to vouch that it is public before a DP fit."""
     check_frame(df)
     if target is not None and target not in df.columns:
         raise InputError(f"Target column '{target}' is not in the data. Columns: {list(df.columns)}.")
@@ -65,6 +73,7 @@ def _dtype_name(series: pd.Series) -> str | None:
 
 def infer_column(series: pd.Series) -> Column | None:
     """One column's proposed metadata, or None for an ID-like column."""
+    check_column(series)
     name = str(series.name)
     nullable = bool(series.isna().any())
     values = series.dropna()

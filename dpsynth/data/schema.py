@@ -2,8 +2,8 @@
 
 A :class:`Schema` is *public* information: the user declares it (a JSON or YAML file they vouch for), or it
 is derived with DP (:mod:`dpsynth.data.discovery`, charged to the model's ledger). :func:`infer_schema` reads
-the private data to *propose* a schema for review; its output is public only once the user vouches for it,
-and dpsynth says so every time it is used.
+the private data to *propose* a schema (``provenance: inferred``); it is public only once the user reviews it
+and vouches for it (``"provenance": "public"`` in the file, or :meth:`Schema.reviewed`).
 
 Column kinds (seed 000 §4.2 for mixed and long-tail):
 
@@ -35,17 +35,26 @@ import pandas as pd
 
 from dpsynth.errors import SchemaError
 
-__all__ = ["KINDS", "NUMERIC_KINDS", "DISCRETE_KINDS", "Column", "Schema"]
+__all__ = ["KINDS", "NUMERIC_KINDS", "DISCRETE_KINDS", "PROVENANCES", "INFERRED_NOTE", "Column", "Schema"]
 
 KINDS = ("continuous", "integer", "categorical", "binary", "mixed", "long_tail")
 NUMERIC_KINDS = ("continuous", "integer", "mixed", "long_tail")
 DISCRETE_KINDS = ("categorical", "binary")
 DTYPES = ("float64", "int64", "Int64", "object", "str", "string", "category", "bool", "boolean")
+PROVENANCES = ("public", "inferred", "dp")
+#: written at the top of an inferred schema file: the user must review it before it counts as public
+INFERRED_NOTE = (
+    "Inferred by READING THE PRIVATE DATA: not differentially private. Review every bound, category and special "
+    "value, replace data-derived ones by public knowledge, then set \"provenance\": \"public\" to vouch for it "
+    "(a DP fit refuses an inferred schema)."
+)
 
 
 @dataclass(frozen=True)
 class Column:
-    """One column's public metadata. Validated on construction."""
+    """One column's public metadata. Validated on construction: every field's type and value, so that a
+    malformed schema file fails with one :class:`SchemaError` line naming the column, the field, the rule and
+    the value found (never a TypeError, and never a silently coerced value such as ``"abc"`` -> ``a, b, c``)."""
 
     name: str
     kind: str
@@ -60,42 +69,83 @@ class Column:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise SchemaError(f"Column name must be a non-empty string. Found {self.name!r}.")
-        if self.kind not in KINDS:
-            raise SchemaError(f"Column '{self.name}': kind must be one of {KINDS}. Found {self.kind!r}.")
-        if self.dtype is not None and self.dtype not in DTYPES:
-            raise SchemaError(f"Column '{self.name}': dtype must be one of {DTYPES}. Found {self.dtype!r}.")
+            raise SchemaError(f"Column name must be a non-empty string. Found {_shown(self.name)}.")
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
+            raise self._error("kind", f"must be one of {', '.join(KINDS)}", self.kind)
+        for flag in ("nullable", "integer_valued"):
+            value = getattr(self, flag)
+            if not isinstance(value, (bool, np.bool_)):
+                raise self._error(flag, "must be true or false", value)
+            object.__setattr__(self, flag, bool(value))
+        if self.dtype is not None and (not isinstance(self.dtype, str) or self.dtype not in DTYPES):
+            raise self._error("dtype", f"must be one of {', '.join(DTYPES)}", self.dtype)
         if self.kind in DISCRETE_KINDS:
-            if self.categories is None or len(self.categories) == 0:
-                raise SchemaError(f"Column '{self.name}' ({self.kind}) needs a non-empty list of categories.")
-            cats = tuple(self.categories)
-            object.__setattr__(self, "categories", cats)
-            if len(set(cats)) != len(cats):
-                raise SchemaError(f"Column '{self.name}': categories contain duplicates: {list(cats)}.")
-            if self.kind == "binary" and len(cats) != 2:
-                raise SchemaError(f"Column '{self.name}' is binary but has {len(cats)} categories: {list(cats)}.")
-            if any(isinstance(c, float) and math.isnan(c) for c in cats):
-                raise SchemaError(f"Column '{self.name}': NaN is not a category; set nullable: true instead.")
-            if self.other is not None and self.other not in cats:
-                raise SchemaError(f"Column '{self.name}': 'other' category {self.other!r} must be one of its categories.")
+            self._check_discrete()
         else:
-            if self.categories is not None or self.other is not None:
-                raise SchemaError(f"Column '{self.name}' ({self.kind}) is numeric and cannot have categories.")
-            for bound in ("lower", "upper"):
-                value = getattr(self, bound)
-                if value is None or not math.isfinite(float(value)):
-                    raise SchemaError(f"Column '{self.name}' ({self.kind}) needs a finite '{bound}' bound.")
-                object.__setattr__(self, bound, float(value))
-            if self.lower > self.upper:
-                raise SchemaError(f"Column '{self.name}': lower {self.lower} > upper {self.upper}.")
-            specials = tuple(float(v) for v in self.special_values)
-            object.__setattr__(self, "special_values", specials)
-            if specials and self.kind != "mixed":
-                raise SchemaError(f"Column '{self.name}': only mixed columns have special_values.")
-            if self.kind == "mixed" and not specials:
-                raise SchemaError(f"Column '{self.name}' is mixed but declares no special_values.")
-            if self.kind == "long_tail" and self.lower < 0:
-                raise SchemaError(f"Column '{self.name}' is long_tail and needs lower >= 0. Found {self.lower}.")
+            self._check_numeric()
+
+    def _error(self, field_name: str, rule: str, value: Any) -> SchemaError:
+        return SchemaError(f"Column '{self.name}': field '{field_name}' {rule}. Found {_shown(value)}.")
+
+    def _check_discrete(self) -> None:
+        for name in ("lower", "upper"):
+            if getattr(self, name) is not None:
+                raise self._error(name, f"is for numeric columns only, not {self.kind}", getattr(self, name))
+        specials = self.special_values
+        if specials is not None and not (_is_sequence(specials) and len(specials) == 0):
+            raise self._error("special_values", f"is for numeric columns only, not {self.kind}", specials)
+        if self.integer_valued:
+            raise self._error("integer_valued", f"is for numeric columns only, not {self.kind}", True)
+        object.__setattr__(self, "special_values", ())
+        if self.categories is None or (_is_sequence(self.categories) and len(self.categories) == 0):
+            raise self._error("categories", f"must be a non-empty list for a {self.kind} column", self.categories)
+        if not _is_sequence(self.categories):
+            raise self._error("categories", "must be a list", self.categories)
+        cats = tuple(self.categories)
+        for c in cats:
+            if not isinstance(c, _SCALARS):
+                raise self._error("categories", "must hold only strings, numbers or booleans", c)
+            if isinstance(c, (float, np.floating)) and math.isnan(c):
+                raise self._error("categories", "must not hold NaN (set nullable: true instead)", c)
+        object.__setattr__(self, "categories", cats)
+        # True == 1 and 1 == 1.0 in Python: such pairs would silently merge into one category
+        if len(set(cats)) != len(cats):
+            raise self._error("categories", "must not contain duplicates (True equals 1, 1 equals 1.0)", list(cats))
+        if self.kind == "binary" and len(cats) != 2:
+            raise self._error("categories", f"must have exactly 2 entries for a binary column (has {len(cats)})",
+                              list(cats))
+        if self.other is not None and (not isinstance(self.other, _SCALARS) or self.other not in cats):
+            raise self._error("other", "must be one of the column's categories", self.other)
+
+    def _check_numeric(self) -> None:
+        for name in ("categories", "other"):
+            if getattr(self, name) is not None:
+                raise self._error(name, f"is for categorical or binary columns only, not {self.kind}",
+                                  getattr(self, name))
+        for bound in ("lower", "upper"):
+            value = getattr(self, bound)
+            if not _is_real(value) or not math.isfinite(float(value)):
+                raise self._error(bound, f"must be a finite number for a {self.kind} column", value)
+            object.__setattr__(self, bound, float(value))
+        if self.lower > self.upper:
+            raise SchemaError(f"Column '{self.name}': lower {self.lower} > upper {self.upper}.")
+        specials = () if self.special_values is None else self.special_values
+        if not _is_sequence(specials):
+            raise self._error("special_values", "must be a list of numbers", specials)
+        for v in specials:
+            if not _is_real(v) or not (self.lower <= float(v) <= self.upper):
+                raise self._error("special_values", f"must hold numbers in [lower, upper] = [{self.lower:g}, "
+                                  f"{self.upper:g}]", v)
+        specials = tuple(float(v) for v in specials)
+        if len(set(specials)) != len(specials):
+            raise self._error("special_values", "must not contain duplicates", list(specials))
+        object.__setattr__(self, "special_values", specials)
+        if specials and self.kind != "mixed":
+            raise SchemaError(f"Column '{self.name}': only mixed columns have special_values. Found kind {self.kind}.")
+        if self.kind == "mixed" and not specials:
+            raise SchemaError(f"Column '{self.name}' is mixed but declares no special_values.")
+        if self.kind == "long_tail" and self.lower < 0:
+            raise SchemaError(f"Column '{self.name}' is long_tail and needs lower >= 0. Found {self.lower}.")
 
     @property
     def is_numeric(self) -> bool:
@@ -123,19 +173,20 @@ class Column:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Column:
+        """Build a column from a parsed JSON/YAML mapping; every field is type-checked by the constructor."""
         if not isinstance(data, dict):
-            raise SchemaError(f"Each column must be a mapping. Found {data!r:.80}.")
+            raise SchemaError(f"Each entry of 'columns' must be a mapping with 'name' and 'kind'. "
+                              f"Found {_shown(data)}.")
         known = {f for f in cls.__dataclass_fields__}
         unknown = set(data) - known
         if unknown:
-            raise SchemaError(f"Column '{data.get('name')}': unknown keys {sorted(unknown)}; allowed {sorted(known)}.")
+            raise SchemaError(f"Column '{data.get('name')}': unknown keys {sorted(map(str, unknown))}; "
+                              f"allowed {sorted(known)}.")
         if "name" not in data or "kind" not in data:
-            raise SchemaError(f"Each column needs 'name' and 'kind'. Found {data!r:.80}.")
+            raise SchemaError(f"Each column needs 'name' and 'kind'. Found {_shown(data)}.")
         data = dict(data)
-        if data.get("categories") is not None:
-            data["categories"] = tuple(data["categories"])
-        if data.get("special_values") is not None:
-            data["special_values"] = tuple(data["special_values"])
+        if data.get("special_values") is None:
+            data.pop("special_values", None)
         return cls(**data)
 
 
@@ -143,8 +194,9 @@ class Column:
 class Schema:
     """An ordered set of :class:`Column` plus an optional target column.
 
-    ``provenance`` says where the metadata came from: ``"public"`` (declared by the user),
-    ``"inferred"`` (read from private data by :func:`infer_schema`, public only if the user vouches for it),
+    ``provenance`` says where the metadata came from: ``"public"`` (declared by the user, or an inferred
+    schema the user reviewed and vouched for: :meth:`reviewed`), ``"inferred"`` (read from private data by
+    :func:`~dpsynth.data.inference.infer_schema`; not DP, so a DP fit must not use it as public metadata),
     or ``"dp"`` (derived with a DP mechanism charged to a ledger).
     """
 
@@ -154,19 +206,32 @@ class Schema:
     excluded: tuple[str, ...] = field(default=())  # columns the data has but the model leaves out
 
     def __post_init__(self) -> None:
+        if not _is_sequence(self.columns) or not all(isinstance(c, Column) for c in self.columns):
+            raise SchemaError(f"Schema field 'columns' must be a list of Column objects. Found {_shown(self.columns)}.")
         cols = tuple(self.columns)
         object.__setattr__(self, "columns", cols)
-        object.__setattr__(self, "excluded", tuple(self.excluded))
         if not cols:
-            raise SchemaError("A schema needs at least one column.")
+            raise SchemaError("A schema needs at least one column. Found an empty 'columns' list.")
+        if not _is_sequence(self.excluded) or not all(isinstance(n, str) for n in self.excluded):
+            raise SchemaError(f"Schema field 'excluded' must be a list of column names. Found {_shown(self.excluded)}.")
+        object.__setattr__(self, "excluded", tuple(self.excluded))
         names = [c.name for c in cols]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise SchemaError(f"Duplicate column names in schema: {dupes}.")
+        if self.target is not None and not isinstance(self.target, str):
+            raise SchemaError(f"Schema field 'target' must be a column name. Found {_shown(self.target)}.")
         if self.target is not None and self.target not in names:
             raise SchemaError(f"Target column '{self.target}' is not in the schema columns {names}.")
-        if self.provenance not in ("public", "inferred", "dp"):
-            raise SchemaError(f"provenance must be public, inferred or dp. Found {self.provenance!r}.")
+        if not isinstance(self.provenance, str) or self.provenance not in PROVENANCES:
+            raise SchemaError(f"Schema field 'provenance' must be one of {', '.join(PROVENANCES)}. "
+                              f"Found {_shown(self.provenance)}.")
+
+    def reviewed(self) -> Schema:
+        """This schema marked ``provenance="public"``: the caller vouches that every bound, category and special
+        value in it is public knowledge (a documented range, a published code list), not a fact learnt from the
+        private rows. Call it only after reviewing an inferred schema; a DP fit refuses an ``"inferred"`` one."""
+        return replace(self, provenance="public")
 
     # ------------------------------------------------------------------ access
     @property
@@ -200,7 +265,10 @@ class Schema:
     def validate(self, df: pd.DataFrame, *, allow_extra: bool = False) -> None:
         """Raise :class:`SchemaError` when ``df`` does not fit: missing/extra columns, unknown categories,
         NaN in a non-nullable column, infinite values. Values outside numeric bounds are allowed: models
-        clip them to the public bounds (the documented handling), which is what DP requires."""
+        clip them to the public bounds (the documented handling), which is what DP requires. Columns holding
+        values no model can represent (lists, dates, complex numbers, mixed types) raise InputError."""
+        from dpsynth.data.frame import check_column  # frame imports this module
+
         missing = [n for n in self.names if n not in df.columns]
         if missing:
             raise SchemaError(f"Data lacks columns declared in the schema: {missing}.")
@@ -211,6 +279,7 @@ class Schema:
             )
         for col in self.columns:
             series = df[col.name]
+            check_column(series)
             isna = series.isna()
             if isna.any() and not col.nullable:
                 raise SchemaError(
@@ -236,7 +305,10 @@ class Schema:
 
     # ------------------------------------------------------------------ files
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"provenance": self.provenance}
+        out: dict[str, Any] = {}
+        if self.provenance == "inferred":
+            out["note"] = INFERRED_NOTE
+        out["provenance"] = self.provenance
         if self.target is not None:
             out["target"] = self.target
         if self.excluded:
@@ -246,16 +318,27 @@ class Schema:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Schema:
-        if not isinstance(data, dict) or "columns" not in data:
-            raise SchemaError("A schema file must be a mapping with a 'columns' list.")
-        unknown = set(data) - {"columns", "target", "provenance", "excluded"}
+        """Build a schema from a parsed JSON/YAML mapping, checking every field (one SchemaError line if bad)."""
+        if not isinstance(data, dict):
+            raise SchemaError(f"A schema file must be a mapping with a 'columns' list. Found {_shown(data)}.")
+        unknown = set(data) - {"columns", "target", "provenance", "excluded", "note"}
         if unknown:
-            raise SchemaError(f"Unknown top-level schema keys: {sorted(unknown)}.")
+            raise SchemaError(f"Unknown top-level schema keys: {sorted(map(str, unknown))}; allowed columns, "
+                              "target, provenance, excluded, note.")
+        columns = data.get("columns")
+        if not isinstance(columns, list) or not columns:
+            raise SchemaError(f"Schema field 'columns' must be a non-empty list of column mappings. "
+                              f"Found {_shown(columns)}.")
+        if not isinstance(data.get("note", ""), str):
+            raise SchemaError(f"Schema field 'note' must be text. Found {_shown(data['note'])}.")
+        excluded = data.get("excluded", [])
+        if not isinstance(excluded, list):
+            raise SchemaError(f"Schema field 'excluded' must be a list of column names. Found {_shown(excluded)}.")
         return cls(
-            columns=tuple(Column.from_dict(c) for c in data["columns"]),
+            columns=tuple(Column.from_dict(c) for c in columns),
             target=data.get("target"),
             provenance=data.get("provenance", "public"),
-            excluded=tuple(data.get("excluded", ())),
+            excluded=tuple(excluded),
         )
 
     def to_json(self) -> str:
@@ -289,29 +372,41 @@ class Schema:
             else:
                 data = json.loads(text)
         except Exception as exc:  # noqa: BLE001 - any parse error is a user error here
-            raise SchemaError(f"Schema file {path} is not valid {'YAML' if path.suffix.lower() in ('.yaml', '.yml') else 'JSON'}: {exc}.") from exc
+            fmt = "YAML" if path.suffix.lower() in (".yaml", ".yml") else "JSON"
+            # YAML parse errors span several lines (with a caret drawing): keep the error to one line
+            raise SchemaError(f"Schema file {path} is not valid {fmt}: {' '.join(str(exc).split())}.") from exc
         return cls.from_dict(data)
+
+
+_SCALARS = (str, bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def _is_real(value: Any) -> bool:
+    """A real number, not a bool (YAML's ``true`` must not become the bound 1.0)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_sequence(value: Any) -> bool:
+    """An ordered list of values; a string is not one (``"abc"`` must not become ``a, b, c``)."""
+    return isinstance(value, (list, tuple, np.ndarray, pd.Index))
+
+
+def _shown(value: Any) -> str:
+    """The value found, for a one-line error message: repr cut to 60 characters, plus its type."""
+    text = repr(value)
+    if "\n" in text:  # a numpy array's repr spans lines
+        text = " ".join(text.split())
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({type(value).__name__})"
 
 
 def unknown_categories(values: pd.Series, categories: Sequence[Any]) -> list[Any]:
     """Distinct values of ``values`` (NaN excluded) not among ``categories`` (compared as-is, then as str)."""
     cats = set(categories)
     cats_str = {str(c) for c in categories}
-    out = []
-    for v in pd.unique(values.dropna()):
-        if v in cats:
-            continue
-        if str(v) in cats_str:
-            continue
-        out.append(v)
-    return out
+    return [v for v in pd.unique(values.dropna()) if v not in cats and str(v) not in cats_str]
 
 
 def _to_json_scalar(value: Any) -> Any:
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return float(value)
-    if isinstance(value, (np.bool_,)):
-        return bool(value)
-    return value
+    return value.item() if isinstance(value, (np.integer, np.floating, np.bool_)) else value

@@ -32,7 +32,7 @@ import torch
 from dpsynth.data.frame import check_frame, conform
 from dpsynth.data.metadata import DPMetadata
 from dpsynth.data.schema import Schema
-from dpsynth.errors import InputError, ModelFileError, NotFittedError
+from dpsynth.errors import InputError, ModelFileError, NotFittedError, SchemaError
 from dpsynth.privacy.ledger import PrivacyLedger, check_privacy_params
 
 __all__ = ["Synthesizer", "FORMAT_VERSION"]
@@ -87,6 +87,14 @@ class Synthesizer(ABC):
             raise InputError(f"Model '{self.name}' is a non-private baseline: use epsilon=inf.")
         if not (0.0 < metadata_share < 1.0):
             raise InputError(f"metadata_share must be in (0, 1). Found {metadata_share}.")
+        if schema is not None and schema.provenance == "inferred" and not math.isinf(float(epsilon)):
+            # an inferred schema holds exact min/max and every category of the rows: used unreviewed in a DP fit,
+            # it would put non-DP facts about the rows into the model file (DESIGN.md §1 rule 2)
+            raise SchemaError(
+                "this schema was inferred from the private rows (provenance 'inferred'): review it (round the "
+                "bounds, drop rare categories), then set \"provenance\": \"public\" (or call schema.reviewed()). "
+                "Without a schema, fit discovers the metadata with DP. Found provenance 'inferred'."
+            )
         self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta))
         rng = np.random.default_rng(seed)
         # metadata: public schema or DP discovery, plus DP row count and histograms (phase "metadata")

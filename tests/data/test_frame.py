@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import datetime
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -56,3 +58,109 @@ def test_other_category_absorbs_unknown_values():
 def test_check_frame(bad, message):
     with pytest.raises(InputError, match=message):
         check_frame(bad)
+
+
+# ---------------------------------------------------------------------------------------- columns refused
+@pytest.mark.parametrize("values, message", [
+    (pd.Series([True, 1, False], dtype=object), r"mixes value types \(bool, int\)"),
+    (pd.Series([1, "a", 2.5, "b"], dtype=object), r"mixes value types \(float, int, str\)"),
+    (pd.Series(pd.Categorical([1, "1"])), r"mixes value types \(int, str\) in one category column"),
+    (pd.Series([1 + 2j, 3 + 0j]), r"complex numbers \(dtype complex128\)"),
+    (pd.Series([1 + 2j, "a"], dtype=object), "complex numbers"),
+    (pd.Series([[1, 2], [3]]), r"holds list values, e.g. \[1, 2\]"),
+    (pd.Series([{"a": 1}, {"b": 2}]), "holds dict values"),
+    (pd.Series(pd.to_datetime(["2020-01-01", "2020-01-02"])),
+     r"dates or times \(dtype datetime64.*days since an epoch"),
+    (pd.Series(pd.to_datetime(["2020-01-01"]).tz_localize("UTC")), "dates or times"),
+    (pd.Series(pd.to_timedelta([1, 2], unit="D")), "dates or times"),
+    (pd.Series(pd.period_range("2020-01", periods=2, freq="M")), "dates or times"),
+    (pd.Series([datetime.date(2020, 1, 1), None], dtype=object), r"dates or times \(date values"),
+    (pd.Series([b"x", b"y"], dtype=object), "holds bytes values"),
+    (pd.Series(pd.interval_range(0, 2)), "dtype interval"),
+])
+def test_columns_no_model_can_represent_are_refused(values, message):
+    frame = pd.DataFrame({"ok": range(len(values)), "v": values})
+    with pytest.raises(InputError, match=message) as info:
+        check_frame(frame)
+    assert "Column 'v'" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("values", [
+    pd.Series(["a", None, "b"]), pd.Series(["a", None], dtype=object), pd.Series([True, None], dtype=object),
+    pd.Series([1, 2.5, None], dtype=object), pd.Series([1, None], dtype="Int64"),
+    pd.Series([True, None], dtype="boolean"),
+    pd.Series(["a", "b"], dtype="string"), pd.Series(pd.Categorical(["a", "b"])), pd.Series([np.nan, np.nan]),
+])
+def test_columns_of_one_type_are_accepted(values):
+    check_frame(pd.DataFrame({"v": values}))
+
+
+def test_schema_validate_refuses_a_list_column_with_input_error_not_type_error():
+    schema = Schema((Column("c", "categorical", categories=("a", "b")),))
+    with pytest.raises(InputError, match="holds list values"):
+        schema.validate(pd.DataFrame({"c": [["a"], ["b"]]}))
+
+
+# ---------------------------------------------------------------------------------------- contract dtypes
+def _dtype_schema():
+    return Schema((
+        Column("cat", "categorical", nullable=True, categories=("x", "y", "z"), dtype="category"),
+        Column("n", "integer", nullable=True, lower=0, upper=9, dtype="Int64"),
+        Column("flag", "binary", nullable=True, categories=(False, True), dtype="boolean"),
+        Column("s", "categorical", categories=("u", "v"), dtype="string"),
+        Column("t", "binary", categories=("no", "yes"), dtype="str"),
+        Column("k", "categorical", nullable=True, categories=(1, 2, 3), dtype="int64"),
+        Column("f", "continuous", lower=0, upper=1),
+    ))
+
+
+def _raw_sample():
+    return pd.DataFrame({"cat": ["x", np.nan, "z", "y"], "n": [1.2, np.nan, 3.0, 9.4],
+                         "flag": [True, np.nan, False, True],
+                         "s": ["u", "v", "u", "v"], "t": ["no", "yes", "yes", "no"], "k": [1, np.nan, 3, 2],
+                         "f": [0.1, 0.5, 0.9, 0.2]})
+
+
+def test_restored_extension_dtypes_pass_the_contract_check():
+    from contract import _check_frame
+
+    out = restore_dtypes(_raw_sample(), _dtype_schema())
+    _check_frame(out, _dtype_schema(), 4)
+    assert [str(out[c].dtype) for c in out] == ["category", "Int64", "boolean", "string", "str", "Int64", "float64"]
+
+
+@pytest.mark.parametrize("column, wrong", [
+    ("cat", lambda s: s.astype(object)),
+    ("cat", lambda s: pd.Series(pd.Categorical(s, categories=["z", "y", "x"]))),
+    ("n", lambda s: s.astype("float64")),
+    ("flag", lambda s: s.astype(object)),
+    ("s", lambda s: s.astype(object)),
+    ("t", lambda s: s.astype("string")),
+    ("k", lambda s: s.astype("float64")),
+])
+def test_contract_check_catches_a_wrong_dtype(column, wrong):
+    from contract import _check_frame
+
+    out = restore_dtypes(_raw_sample(), _dtype_schema())
+    out[column] = wrong(out[column])
+    with pytest.raises(AssertionError, match=column):
+        _check_frame(out, _dtype_schema(), 4)
+
+
+def test_marginals_keep_extension_dtypes_through_the_contract(tmp_path):
+    from contract import check_synthesizer
+
+    from dpsynth.models import get_model_class
+
+    rng = np.random.default_rng(0)
+    n = 300
+    data = pd.DataFrame({
+        "cat": pd.Categorical(rng.choice(["x", "y", "z", None], n), categories=["x", "y", "z"]),
+        "n": pd.array(np.where(rng.random(n) < 0.2, None, rng.integers(0, 10, n)), dtype="Int64"),
+        "flag": pd.array(np.where(rng.random(n) < 0.2, None, rng.random(n) < 0.5), dtype="boolean"),
+        "s": pd.array(rng.choice(["u", "v"], n), dtype="string"),
+        "t": pd.Series(rng.choice(["no", "yes"], n), dtype="str"),
+        "k": pd.array(np.where(rng.random(n) < 0.2, None, rng.integers(1, 4, n)), dtype="Int64"),
+        "f": rng.random(n),
+    })
+    check_synthesizer(get_model_class("marginals"), data, _dtype_schema(), tmp_path, delta=1e-3, n=200)

@@ -26,11 +26,28 @@ def test_inf_values_are_an_error():
         infer_schema(pd.DataFrame({"a": [1.0, np.inf, 3.0]}))
 
 
-def test_constant_and_mixed_type_columns():
-    df = pd.DataFrame({"const": [5] * 20, "mixed": [1, "a", 2.5, "b"] * 5})
-    schema = infer_schema(df)
+def test_constant_column_is_a_zero_width_integer():
+    schema = infer_schema(pd.DataFrame({"const": [5] * 20, "x": np.arange(20) % 3}))
     assert schema["const"].kind == "integer" and schema["const"].lower == schema["const"].upper == 5
-    assert schema["mixed"].kind == "categorical" and set(schema["mixed"].categories) == {1, "a", 2.5, "b"}
+
+
+@pytest.mark.parametrize("values, message", [
+    # True == 1 in Python: before the fix both became one category and half the rows changed value silently
+    (pd.Series([True, 1, False, 0] * 5, dtype=object), r"mixes value types \(bool, int\)"),
+    (pd.Series([1, "a", 2.5, "b"] * 5, dtype=object), r"mixes value types \(float, int, str\)"),
+    (pd.Series([1 + 1j, 2 + 0j] * 10), "complex numbers"),  # was cast to real with only a ComplexWarning
+    (pd.Series([[1], [2]] * 10), "holds list values"),  # was a TypeError (unhashable list)
+    # a few distinct dates used to be called "an identifier" or fail confusingly
+    (pd.Series(pd.to_datetime(["2020-01-01", "2021-06-30"] * 10)), "days since an epoch"),
+])
+def test_columns_no_model_can_represent_are_refused(values, message):
+    with pytest.raises(InputError, match=message):
+        infer_schema(pd.DataFrame({"ok": np.arange(len(values)) % 3, "v": values}))
+
+
+def test_object_column_of_numbers_only_is_accepted():
+    schema = infer_schema(pd.DataFrame({"v": pd.Series([1, 2.5, 3] * 5, dtype=object)}))
+    assert set(schema["v"].categories) == {1, 2.5, 3}
 
 
 def test_float_column_with_nans_and_whole_values_is_integer_nullable():

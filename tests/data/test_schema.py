@@ -23,6 +23,23 @@ def test_adult_inferred_kinds(adult):
     assert schema.provenance == "inferred"
 
 
+def test_reviewed_marks_a_copy_public_and_the_inferred_file_says_to_review_it(tmp_path):
+    inferred = infer_schema(pd.DataFrame({"a": [1, 2, 3] * 4, "b": ["x", "y", "x"] * 4}))
+    assert inferred.provenance == "inferred"
+    reviewed = inferred.reviewed()
+    assert reviewed.provenance == "public" and inferred.provenance == "inferred"
+    assert reviewed.columns == inferred.columns and reviewed.excluded == inferred.excluded
+    path = tmp_path / "s.json"
+    inferred.save(path)
+    data = json.loads(path.read_text())
+    assert list(data)[:2] == ["note", "provenance"] and '"provenance": "public"' in data["note"]
+    assert Schema.load(path) == inferred  # the note is accepted on load
+    data["provenance"] = "public"  # what the user does after reviewing (keeping the note is harmless)
+    path.write_text(json.dumps(data))
+    assert Schema.load(path) == reviewed
+    assert "note" not in reviewed.to_dict()
+
+
 def test_bundled_adult_schema_is_public_and_fits_both_splits(adult, adult_schema):
     train, test = adult
     assert adult_schema.provenance == "public"
@@ -46,10 +63,10 @@ def test_zero_bounds_survive_round_trip():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(name="x", kind="weird"), "kind must be one of"),
-        (dict(name="x", kind="categorical"), "non-empty list of categories"),
-        (dict(name="x", kind="binary", categories=("a", "b", "c")), "binary but has 3"),
-        (dict(name="x", kind="integer", lower=0), "finite 'upper'"),
+        (dict(name="x", kind="weird"), "field 'kind' must be one of"),
+        (dict(name="x", kind="categorical"), "field 'categories' must be a non-empty list"),
+        (dict(name="x", kind="binary", categories=("a", "b", "c")), "exactly 2 entries"),
+        (dict(name="x", kind="integer", lower=0), "field 'upper' must be a finite number"),
         (dict(name="x", kind="integer", lower=5, upper=1), "lower 5.0 > upper 1.0"),
         (dict(name="x", kind="continuous", lower=0, upper=1, special_values=(0,)), "only mixed"),
         (dict(name="x", kind="mixed", lower=0, upper=1), "no special_values"),
@@ -60,6 +77,79 @@ def test_zero_bounds_survive_round_trip():
 def test_invalid_columns_are_refused(kwargs, message):
     with pytest.raises(SchemaError, match=message):
         Column(**kwargs)
+
+
+def _col(**fields):
+    return {"columns": [{"name": "c", **fields}]}
+
+
+# (schema mapping as parsed from JSON/YAML, substrings the one-line message must hold: column, field, rule, value)
+MALFORMED = [
+    ({"columns": 5}, ["'columns'", "non-empty list", "Found 5 (int)"]),
+    ({"columns": []}, ["'columns'", "non-empty list", "Found [] (list)"]),
+    ([1, 2], ["must be a mapping", "Found [1, 2] (list)"]),
+    (None, ["must be a mapping", "Found None (NoneType)"]),
+    ({"columns": ["age"]}, ["mapping with 'name' and 'kind'", "Found 'age' (str)"]),
+    (_col(kind="integer", lower="x", upper=1), ["Column 'c'", "'lower'", "finite number", "Found 'x' (str)"]),
+    (_col(kind="integer", lower=True, upper=5), ["Column 'c'", "'lower'", "finite number", "Found True (bool)"]),
+    (_col(kind="continuous", lower=0, upper=float("inf")), ["'upper'", "finite number", "Found inf (float)"]),
+    (_col(kind="categorical", categories=[[1], [2]]), ["Column 'c'", "'categories'", "strings, numbers or booleans",
+                                                      "Found [1] (list)"]),
+    (_col(kind="categorical", categories="abc"), ["Column 'c'", "'categories'", "must be a list", "Found 'abc' (str)"]),
+    (_col(kind="categorical", categories={"a": 1}), ["'categories'", "must be a list", "(dict)"]),
+    (_col(kind="categorical", categories=["a", None]), ["'categories'", "strings, numbers or booleans", "None"]),
+    (_col(kind="categorical", categories=["a", float("nan")]), ["'categories'", "NaN", "nullable"]),
+    (_col(kind="categorical", categories=[True, 1]), ["'categories'", "duplicates", "[True, 1]"]),
+    (_col(kind="categorical", categories=["a", "b"], other="z"), ["'other'", "one of the column's categories",
+                                                                  "Found 'z' (str)"]),
+    (_col(kind="categorical", categories=["a"], lower=0), ["'lower'", "numeric columns only", "Found 0 (int)"]),
+    (_col(kind="integer", lower=0, upper=1, categories=["a"]), ["'categories'", "categorical or binary columns only"]),
+    (_col(kind="mixed", lower=0, upper=9, special_values=5), ["Column 'c'", "'special_values'", "list of numbers",
+                                                              "Found 5 (int)"]),
+    (_col(kind="mixed", lower=0, upper=9, special_values=["0"]), ["'special_values'", "Found '0' (str)"]),
+    (_col(kind="mixed", lower=0, upper=9, special_values=[10]), ["'special_values'", "[lower, upper] = [0, 9]",
+                                                                 "Found 10 (int)"]),
+    (_col(kind="integer", lower=0, upper=1, nullable="no"), ["Column 'c'", "'nullable'", "true or false",
+                                                             "Found 'no' (str)"]),
+    (_col(kind="mixed", lower=0, upper=9, special_values=[0], integer_valued=1), ["'integer_valued'", "Found 1 (int)"]),
+    (_col(kind="integer", lower=0, upper=1, dtype=5), ["'dtype'", "must be one of", "Found 5 (int)"]),
+    (_col(kind=3), ["'kind'", "must be one of", "Found 3 (int)"]),
+    ({"columns": [{"name": 7, "kind": "integer"}]}, ["name must be a non-empty string", "Found 7 (int)"]),
+    ({**_col(kind="integer", lower=0, upper=1), "provenance": "maybe"}, ["'provenance'", "public, inferred, dp",
+                                                                         "Found 'maybe' (str)"]),
+    ({**_col(kind="integer", lower=0, upper=1), "target": 5}, ["'target'", "Found 5 (int)"]),
+    ({**_col(kind="integer", lower=0, upper=1), "excluded": "id"}, ["'excluded'", "list of column names",
+                                                                    "Found 'id' (str)"]),
+    ({**_col(kind="integer", lower=0, upper=1), "note": 5}, ["'note'", "Found 5 (int)"]),
+]
+
+
+@pytest.mark.parametrize("data, expected", MALFORMED, ids=[str(i) for i in range(len(MALFORMED))])
+def test_malformed_schema_is_one_schema_error_line(data, expected):
+    with pytest.raises(SchemaError) as info:
+        Schema.from_dict(data)
+    message = str(info.value)
+    assert "\n" not in message
+    for part in expected:
+        assert part in message, message
+
+
+def test_malformed_yaml_file_is_one_line(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("columns: 5\n")
+    with pytest.raises(SchemaError, match="Found 5 \\(int\\)"):
+        Schema.load(path)
+    path.write_text("columns:\n  - name: a\n    kind: [unclosed\n")  # a YAML parse error spans several lines
+    with pytest.raises(SchemaError, match="not valid YAML") as info:
+        Schema.load(path)
+    assert "\n" not in str(info.value)
+
+
+def test_valid_values_are_normalised_not_coerced():
+    col = Column.from_dict({"name": "m", "kind": "mixed", "lower": 0, "upper": 9, "special_values": [0],
+                            "categories": None, "nullable": True})
+    assert col.lower == 0.0 and isinstance(col.lower, float) and col.special_values == (0.0,) and col.nullable is True
+    assert Column("b", "binary", categories=["no", "yes"], nullable=np.bool_(True)).categories == ("no", "yes")
 
 
 def test_unknown_schema_keys_are_refused():
