@@ -99,7 +99,8 @@ def _add_fit(sub) -> None:
     p.add_argument("--schema", help="public schema file (JSON/YAML); without it, metadata is discovered with DP")
     p.add_argument("--metadata-share", type=float, default=0.1, help="share of epsilon for metadata")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=int, help="reproducible fit; whoever knows the seed can replay the DP noise: "
+                   "keep it secret, or leave it out for a release")
     p.add_argument("--out", required=True, help="model file to write")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_fit)
@@ -129,7 +130,7 @@ def _add_demo(sub) -> None:
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--rows", type=int, default=None, help="rows to sample (default: as many as the train split)")
     p.add_argument("--out", default="dpsynth-demo", help="output folder")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="reproducible demo on public data (default 0)")
     p.add_argument("--no-risk", action="store_true", help="skip the privacy attacks (saves about a minute)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_demo)
@@ -284,17 +285,20 @@ def _cmd_info(args) -> int:
         return 0
     _, header = read_model_file(args.model_file)
     if args.json:
-        print(json.dumps({k: header[k] for k in ("model", "dpsynth_version", "params", "schema", "ledger")}, indent=2))
+        keys = ("model", "dpsynth_version", "params", "schema", "ledger", "fit")
+        print(json.dumps({k: header.get(k) for k in keys}, indent=2))
         return 0
     ledger = PrivacyLedger.from_dict(header["ledger"])
     print(f"model: {header['model']} (dpsynth {header['dpsynth_version']})")
     print(f"parameters: {json.dumps(header['params'])}")
     schema = header["schema"]
     print(f"schema ({schema.get('provenance')}): {len(schema['columns'])} columns, target {schema.get('target')}")
-    print(ledger)
-    gdp = header.get("state", {}).get("gdp") if isinstance(header.get("state"), dict) else None
-    if gdp:
-        print(f"Gaussian DP view (not a bound on epsilon): {json.dumps(gdp)}")
+    fit = header.get("fit") or {}
+    if fit:
+        seeded = "yes: the noise is reproducible from that seed, keep it secret" if fit.get("seeded") else "no"
+        print(f"fit: metadata share {fit.get('metadata_share')}, public schema {fit.get('public_schema')}, "
+              f"seeded {seeded}")
+    print(ledger)  # includes the Gaussian-DP view (mu, separation) beside epsilon
     return 0
 
 

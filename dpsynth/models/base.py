@@ -78,7 +78,12 @@ class Synthesizer(ABC):
         seed: int | None = None,
         progress: bool = False,
     ) -> Synthesizer:
-        """Fit on private ``data`` with an (epsilon, delta) budget; see the module docstring."""
+        """Fit on private ``data`` with an (epsilon, delta) budget; see the module docstring.
+
+        ``seed`` makes the fit reproducible — and so makes the DP noise predictable to whoever knows it (and the
+        code): the guarantee holds only if the seed stays secret. Leave it ``None`` for a release (fresh entropy
+        from the operating system). The model file records whether a seed was given, never the seed itself.
+        """
         from dpsynth.data.discovery import resolve_schema
 
         check_frame(data)
@@ -96,6 +101,8 @@ class Synthesizer(ABC):
                 "Without a schema, fit discovers the metadata with DP. Found provenance 'inferred'."
             )
         self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta))
+        self.fit_info_ = {"metadata_share": float(metadata_share), "seeded": seed is not None,
+                          "public_schema": schema is not None}
         rng = np.random.default_rng(seed)
         # metadata: public schema or DP discovery, plus DP row count and histograms (phase "metadata")
         self.schema_, self.metadata_ = resolve_schema(
@@ -165,6 +172,7 @@ class Synthesizer(ABC):
             "metadata": self.metadata_.to_dict(),
             "state": state,
             "marginal_map": None if getattr(self, "marginal_map_", None) is None else self.marginal_map_.to_dict(),
+            "fit": getattr(self, "fit_info_", {}),
         }
         tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
         text = json.dumps(header, allow_nan=False, default=_json_default)
@@ -184,6 +192,7 @@ class Synthesizer(ABC):
         model.ledger_ = PrivacyLedger.from_dict(header["ledger"])
         model.metadata_ = DPMetadata.from_dict(header["metadata"])
         model._set_state(tensors, header["state"])
+        model.fit_info_ = dict(header.get("fit") or {})
         model.marginal_map_ = None
         if header.get("marginal_map") is not None:
             from dpsynth.models.marginal_map import MarginalMap

@@ -17,7 +17,10 @@ Algorithm (seed 003 Alg. 2-5, with the privacy fixes of DESIGN.md §1):
    penalty on the interpolate between that real row and a generated row) is clipped per example; the
    generated-data term does not depend on private rows and is added unclipped (``public_loss``). The
    generator's update only uses the critic's gradient on generated rows, so it is post-processing of the
-   DP critic (and of the DP decoder).
+   DP critic (and of the DP decoder). The seed's GAN is a WGAN; the default critic here is the standard
+   (non-saturating, logistic) GAN loss, ``critic_loss="bce"``, because at epsilon = 1 on Adult it trains more
+   stably under DP noise than a Wasserstein critic (figures in benchmarks/adult_quality.py); ``"wgan"`` (weight
+   clipping) and ``"wgan-gp"`` (penalty clipped per example with its record) are there for the paper's setup.
 
 Privacy guarantees:
 - Every access to private rows is a DP-SGD step recorded in ``ledger_`` (phases ``"autoencoder"`` and
@@ -66,7 +69,7 @@ class DPAutoGAN(Synthesizer):
     steps of expected size ``ae_batch_size``, Adam(``ae_lr``), clipping norm ``ae_max_grad_norm``, budget
     share ``ae_budget_share``; ``encoder`` is ``"dp"`` (trained with DP-SGD with the decoder, default) or
     ``"frozen"`` (random init). GAN phase: ``critic_steps`` DP-SGD critic steps of expected size
-    ``gan_batch_size``, ``critic_iters`` critic steps per generator step, RMSprop learning rates
+    ``gan_batch_size``, ``critic_iters`` critic steps per generator step, Adam (betas 0.5, 0.9) learning rates
     ``critic_lr`` / ``generator_lr``, clipping norm ``critic_max_grad_norm``, ``critic_loss`` in
     ``"wgan-gp"``, ``"wgan"``, ``"bce"`` (``gp_weight`` for the penalty), Gumbel-softmax temperature
     ``gumbel_tau`` for decoded categories. ``match_marginals`` maps sampled numeric columns, rank-preserving,
@@ -199,14 +202,22 @@ class DPAutoGAN(Synthesizer):
                 UserWarning, stacklevel=2,
             )
         info: dict[str, Any] = {"encoder": self.encoder, "n_rows_dp": n_rows}
+        spent = ledger.epsilon()
         info["autoencoder"] = train_autoencoder(
             self.encoder_net_, self.decoder_, x, spans, params=self.get_params(), ledger=ledger,
             n_rows=n_rows, generator=gen, progress=progress,
         )
+        after_ae = ledger.epsilon()
         info["gan"] = train_gan(
             self.generator_, self.decoder_, self.critic_, x, spans, params=self.get_params(), ledger=ledger,
             n_rows=n_rows, generator=gen, progress=progress,
         )
+        target = ledger.target_epsilon
+        # the budget split, as planned (targets) and as spent (composed ledger epsilon after each phase)
+        info["budget"] = {k: _num(v) for k, v in {
+            "target_epsilon": target, "metadata_epsilon": spent, "ae_budget_share": self.ae_budget_share,
+            "autoencoder_target": target if ledger.non_private else spent + self.ae_budget_share * (target - spent),
+            "epsilon_after_autoencoder": after_ae, "epsilon_total": ledger.epsilon()}.items()}
         info["fit_seconds"] = time.perf_counter() - t0
         self.training_ = info
         self.critic_ = None  # DP too, but not needed for sampling: not kept, not saved
@@ -277,3 +288,7 @@ class DPAutoGAN(Synthesizer):
         self.category_weights_ = None if weights is None else CategoryWeights.from_dict(weights)
         self.critic_ = None
         self.encoder_net_ = None
+
+
+def _num(x: float) -> float | str:
+    return "inf" if isinstance(x, float) and math.isinf(x) else x

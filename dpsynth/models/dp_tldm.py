@@ -157,7 +157,7 @@ class DPTLDM(Synthesizer):
         self._check_params()
         ledger = self.ledger_
         gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
-        torch.manual_seed(int(rng.integers(2**62)))  # weight initialisation: data-independent, reproducible
+        init_seed = int(rng.integers(2**62))
         self.transformer_ = TableTransformer(self.schema_, numeric=self.numeric, categorical=self.categorical)
         if ledger.non_private:
             self.transformer_.fit_exact(frame, non_private=True, rng=rng)
@@ -165,7 +165,9 @@ class DPTLDM(Synthesizer):
             self.transformer_.fit(self.metadata_, rng=rng)
         x = torch.from_numpy(self.transformer_.transform(frame, rng=rng))
         spans = [(s.start, s.end, s.activation) for s in self.transformer_.output_info]
-        self._build(spans)
+        with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
+            torch.manual_seed(init_seed)
+            self._build(spans)
         n_rows, n_dp = len(x), float(self.metadata_.n_rows)
         spent = ledger.epsilon()
         target = ledger.target_epsilon

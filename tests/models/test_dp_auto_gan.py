@@ -286,7 +286,7 @@ def test_adult_quality_at_epsilon_one(adult):
     synth = model.sample(len(train), seed=1)
     rate = len(train) / (time.perf_counter() - t0)
     assert model.ledger_.epsilon() <= 1.0
-    assert fit_s < 900 and rate >= 50_000
+    assert fit_s < 600 and rate >= 50_000  # issue 5: fit <= 10 minutes on 2 cores, sample >= 50,000 rows/s
     import sys
     from pathlib import Path
 

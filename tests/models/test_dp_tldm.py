@@ -211,6 +211,7 @@ def test_adult_quality_at_epsilon_one(adult):
     synth = model.sample(len(train), seed=1)
     rate = len(train) / (time.perf_counter() - t0)
     assert model.ledger_.epsilon() <= 1.0
-    assert fit_s < 900 and rate >= 50_000
+    assert fit_s < 600 and rate >= 50_000  # issue 5: fit <= 10 minutes on 2 cores, sample >= 50,000 rows/s
     scores = utility(synth, test)
-    assert scores["xgb_auc"] >= 0.80
+    # issue 5's targets for the better model (measured 0.870 +- 0.006 AUC, 0.826 accuracy over 3 seeds)
+    assert scores["xgb_auc"] >= 0.85 and scores["xgb_acc"] >= 0.80, scores
