@@ -12,6 +12,14 @@ All statistics that need a reference (category lists, min / max bounds, scaling)
 training data** only, so two synthetic tables are always scored on the same scale. Missing values are a
 category of their own (:data:`MISSING`) for categorical columns and are imputed with the real median (plus a
 missing indicator when the real data has any) for model inputs.
+
+Categorical values become labels by value, not by dtype: ``5``, ``5.0`` and ``"5"`` are one label, and so are
+``True``, ``1`` and ``1.0`` (booleans are written ``"1"`` / ``"0"``), so a table read back from a file with
+another dtype is not scored as different data.
+
+Row caps (:func:`capped_order`) pick rows by a seeded hash of their *content* (:func:`row_keys`), not of their
+position: a table and any reordering of it yield the same capped rows in the same order, so "identical data
+gives the perfect score" holds whatever the row order and the cap.
 """
 
 from __future__ import annotations
@@ -32,7 +40,8 @@ __all__ = [
     "as_labels",
     "Encoder",
     "hist_pair",
-    "subsample",
+    "row_keys",
+    "capped_order",
 ]
 
 MAX_DISCRETE_LEVELS = 10
@@ -83,6 +92,8 @@ def as_labels(col: pd.Series) -> np.ndarray:
     for i, v in enumerate(values):
         if v is None or (isinstance(v, float) and np.isnan(v)):
             out[i] = MISSING
+        elif isinstance(v, (bool, np.bool_)):  # before the number test: True is also the integer 1
+            out[i] = "1" if v else "0"
         elif isinstance(v, (float, np.floating)) and float(v).is_integer():
             out[i] = str(int(v))
         else:
@@ -97,7 +108,11 @@ def _labels_fast(col: pd.Series) -> np.ndarray:
         if np.all(np.isnan(vals) | (vals == np.round(vals))):
             out = pd.Series(vals).map(lambda v: MISSING if np.isnan(v) else str(int(v)))
             return out.to_numpy(dtype=object)
-    if pd.api.types.is_integer_dtype(col) or pd.api.types.is_bool_dtype(col):
+    if pd.api.types.is_bool_dtype(col):
+        missing = col.isna().to_numpy()
+        flags = col.fillna(False).to_numpy(dtype=bool)
+        return np.where(missing, MISSING, np.where(flags, "1", "0")).astype(object)
+    if pd.api.types.is_integer_dtype(col):
         return col.astype(object).where(col.notna(), MISSING).astype(str).to_numpy(dtype=object)
     codes, uniques = pd.factorize(col, use_na_sentinel=True)
     mapped = np.array(as_labels(pd.Series(uniques, dtype=object)).tolist() + [MISSING], dtype=object)
@@ -219,9 +234,33 @@ def hist_pair(real: pd.Series, synthetic: pd.Series, kind: str, *,
     return labels, cr / max(cr.sum(), 1.0), cs / max(cs.sum(), 1.0)
 
 
-def subsample(df: pd.DataFrame, cap: int | None, rng: np.random.Generator) -> pd.DataFrame:
-    """At most ``cap`` rows of ``df`` drawn without replacement (all rows, in order, when it has fewer)."""
-    if cap is None or len(df) <= cap:
-        return df
-    idx = np.sort(rng.choice(len(df), size=cap, replace=False))
-    return df.iloc[idx]
+def row_keys(df: pd.DataFrame, kinds: dict[str, str]) -> np.ndarray:
+    """A 64-bit hash of each row's content, by value rather than dtype (int 5 = float 5.0, True = 1).
+
+    Categorical columns are hashed through their labels (module docstring), continuous ones as float64 with
+    -0.0 folded into 0.0; rows equal in this sense get equal keys (distinct rows collide with probability
+    about n^2 / 2^64).
+    """
+    out = np.full(len(df), 0x345678, dtype=np.uint64)
+    for name, kind in kinds.items():  # one column at a time: memory stays one column, not the table
+        if kind == "categorical":
+            codes, uniques = pd.factorize(_labels_fast(df[name]))
+            part = pd.util.hash_array(np.asarray(uniques, dtype=object))[codes]
+        else:
+            x = numeric(df[name]) + 0.0  # + 0.0 turns -0.0 into 0.0
+            part = pd.util.hash_array(np.where(np.isnan(x), np.nan, x))  # one NaN bit pattern
+        out = (out ^ part) * np.uint64(1000003)  # order-dependent combination, wrapping modulo 2^64
+    return out
+
+
+def capped_order(keys: np.ndarray, cap: int | None, salt: int) -> np.ndarray:
+    """Positions of at most ``cap`` rows, in the order of a seeded hash of their content keys.
+
+    Each distinct content gets a pseudo-random priority ``hash(key xor salt)``; the rows with the smallest
+    priorities are kept (a uniform random subset of the distinct contents; copies of one content are kept or
+    dropped together). Two tables holding the same rows in any order get equal selections in equal order.
+    """
+    salted = np.asarray(keys, dtype=np.uint64) ^ np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
+    priority = pd.util.hash_array(salted)
+    order = np.lexsort((keys, priority))  # ties only between equal keys (or a 2^-64 collision)
+    return order if cap is None else order[:cap]

@@ -1,9 +1,11 @@
 """CLI subcommands ``dpsynth evaluate`` and ``dpsynth report`` (wired into :mod:`dpsynth.cli` by the lead).
 
 ``dpsynth evaluate --real DATA --synthetic FILE [--test DATA] [--target COL] [--schema FILE] [--model FILE]
---json out.json [--report out.html]``: DATA is a bundled dataset name (``adult`` brings its official test
-split and its target) or a CSV / Parquet path. ``dpsynth report --json evaluation.json --report out.html
-[--model FILE]`` re-renders a saved evaluation. User mistakes raise :class:`~dpsynth.errors.InputError`.
+--json out.json [--report out.html] [--risk risk.json]``: DATA is a bundled dataset name (``adult`` brings its
+official test split and its target; ``--test adult`` means that test split) or a CSV / Parquet path.
+``dpsynth report [--json evaluation.json] [--risk risk.json] [--model FILE] --report out.html`` re-renders a
+saved evaluation, with the privacy-risk results of ``dpsynth attack --json`` beside it when ``--risk`` is
+given. User mistakes raise :class:`~dpsynth.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ import pandas as pd
 from dpsynth._io import atomic_write_text, read_table
 from dpsynth.errors import InputError
 
-__all__ = ["add_parsers", "run_evaluate", "run_report", "load_data", "load_ledger", "demo_report"]
+__all__ = ["add_parsers", "run_evaluate", "run_report", "load_data", "load_test", "load_ledger", "demo_report"]
+
+_RISK_HELP = "risk results (dpsynth attack --json) to show beside utility in the report"
+
 
 def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     """Register ``evaluate`` and ``report`` on an argparse subparsers object (sets ``func`` defaults)."""
@@ -33,9 +38,11 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     ev.add_argument("--jobs", type=int, default=2, help="worker processes for model fits (default 2)")
     ev.add_argument("--json", required=True, metavar="OUT_JSON", help="where to write the metric table (JSON)")
     ev.add_argument("--report", metavar="OUT_HTML", help="where to write the HTML report")
+    ev.add_argument("--risk", metavar="RISK_JSON", help=_RISK_HELP + " (needs --report)")
     ev.set_defaults(func=run_evaluate)
-    rp = subparsers.add_parser("report", help="write the HTML report of a saved evaluation JSON")
-    rp.add_argument("--json", required=True, metavar="EVAL_JSON", help="output of dpsynth evaluate --json")
+    rp = subparsers.add_parser("report", help="write the HTML report of a saved evaluation and/or risk JSON")
+    rp.add_argument("--json", metavar="EVAL_JSON", help="output of dpsynth evaluate --json")
+    rp.add_argument("--risk", metavar="RISK_JSON", help=_RISK_HELP)
     rp.add_argument("--report", required=True, metavar="OUT_HTML", help="where to write the HTML report")
     rp.add_argument("--model", metavar="MODEL_FILE", help="model file whose privacy ledger goes in the report")
     rp.add_argument("--title", default="dpsynth evaluation report")
@@ -49,6 +56,26 @@ def load_data(spec: str) -> tuple[pd.DataFrame, pd.DataFrame | None, object, str
     except ImportError:  # pragma: no cover - datasets ship with dpsynth; keep paths working without them
         return read_table(spec), None, None, None
     return load_table(spec)
+
+
+def load_test(spec: str) -> pd.DataFrame:
+    """Real test rows from ``--test``: a bundled dataset name means its official test split, else a table path."""
+    from dpsynth.datasets import REGISTRY
+
+    if spec in REGISTRY:
+        _, test, _, _ = load_data(spec)
+        if test is None:
+            raise InputError(f"--test {spec}: the bundled dataset '{spec}' has no official test split; pass a CSV/Parquet path.")
+        return test
+    return read_table(spec)
+
+
+def _risk_sections(risk_path: str | None) -> list[tuple[str, str]]:
+    if not risk_path:
+        return []
+    from dpsynth.evaluate.risk_section import risk_section
+
+    return [risk_section(risk_path)]
 
 
 def load_ledger(model_path: str | None) -> dict[str, Any] | None:
@@ -97,8 +124,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from dpsynth.evaluate.core import evaluate
     from dpsynth.evaluate.report import write_report
 
+    if args.risk and not args.report:
+        raise InputError("--risk puts the risk results in the HTML report: give --report OUT_HTML too.")
+    sections = _risk_sections(args.risk)  # read before the long evaluation so a bad file fails fast
     real, bundled_test, schema, default_target = load_data(args.real)
-    test = load_data(args.test)[0] if args.test else bundled_test
+    test = load_test(args.test) if args.test else bundled_test
     synthetic = read_table(args.synthetic)
     if args.schema:
         from dpsynth.data.schema import Schema
@@ -112,25 +142,34 @@ def run_evaluate(args: argparse.Namespace) -> int:
     atomic_write_text(args.json, result.to_json())
     print(f"wrote {args.json} ({len(result.table)} metric rows)")
     if args.report:
-        write_report(args.report, result, ledger=ledger, title=f"dpsynth evaluation: {Path(args.synthetic).name}")
+        write_report(args.report, result, ledger=ledger, extra_sections=sections,
+                     title=f"dpsynth evaluation: {Path(args.synthetic).name}")
         print(f"wrote {args.report}")
     return 0
 
 
 def run_report(args: argparse.Namespace) -> int:
     from dpsynth.evaluate.report import write_report
+
+    if not (args.json or args.risk or args.model):
+        raise InputError("dpsynth report needs something to show: --json EVAL_JSON, --risk RISK_JSON or --model FILE.")
+    result = _load_evaluation(args.json) if args.json else None
+    write_report(args.report, result, ledger=load_ledger(args.model), extra_sections=_risk_sections(args.risk),
+                 title=args.title)
+    print(f"wrote {args.report}")
+    return 0
+
+
+def _load_evaluation(json_path: str):
     from dpsynth.evaluate.result import EvaluationResult
 
-    path = Path(args.json)
+    path = Path(json_path)
     if not path.is_file():
         raise InputError(f"No such file: {path}.")
     try:
-        result = EvaluationResult.from_json(path.read_text(encoding="utf-8"))
+        return EvaluationResult.from_json(path.read_text(encoding="utf-8"))
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(f"{path} is not a dpsynth evaluation JSON ({type(exc).__name__}: {exc}).") from exc
-    write_report(args.report, result, ledger=load_ledger(args.model), title=args.title)
-    print(f"wrote {args.report}")
-    return 0
 
 
 def demo_report(train: pd.DataFrame, synthetic: pd.DataFrame, *, test: pd.DataFrame | None = None, schema=None,

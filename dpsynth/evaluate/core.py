@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.errors import InputError
-from dpsynth.evaluate._prep import Encoder, check_frames, infer_kinds, subsample
+from dpsynth.evaluate._prep import Encoder, capped_order, check_frames, infer_kinds, row_keys
 from dpsynth.evaluate.result import EvaluationResult, Row
 
 __all__ = ["GROUPS", "Limits", "Context", "evaluate"]
@@ -24,11 +24,13 @@ GROUPS = ("similarity", "unsupervised", "quality", "dimwise_prediction", "ml_eff
 class Limits:
     """Row caps for the expensive parts (performance settings: they change variance, not definitions).
 
-    Every cap draws a seeded uniform subsample; the cheap per-column metrics always use all rows.
+    Every cap draws a seeded subsample of the rows by content (:func:`._prep.capped_order`: a table and any
+    reordering of it give the same rows); the cheap per-column metrics always use all rows.
 
     * ``per_column_rows`` — training rows per per-column model (seed 003 dimension-wise prediction,
       seed 004 per-column utility) and per table; test rows are capped at the same number.
-    * ``discriminator_rows`` — rows per table for the seed-004 real-vs-synthetic classifier.
+    * ``discriminator_rows`` — rows per table for the seed-004 real-vs-synthetic classifier (and at most as
+      many per half for its real-vs-real noise floor).
     * ``pca_points`` — points per table drawn in the PCA scatter (the projection uses all real rows).
     * ``kway_subsets`` — random column subsets for the k-way marginal TVD (all of them when fewer).
     """
@@ -85,8 +87,17 @@ class Context:
             self._cache["holdout"] = (self.real.iloc[np.sort(perm[:cut])], self.real.iloc[np.sort(perm[cut:])])
         return self._cache["holdout"]
 
-    def capped(self, frame: pd.DataFrame, cap: int, salt: int) -> pd.DataFrame:
-        return subsample(frame, cap, self.rng(salt))
+    def keys(self, frame: pd.DataFrame) -> np.ndarray:
+        """Content keys of ``frame``'s rows (:func:`._prep.row_keys`), computed once per frame."""
+        cache = self._cache.setdefault("keys", {})
+        if id(frame) not in cache:  # the frame is kept beside its keys, so its id cannot be reused
+            cache[id(frame)] = (frame, row_keys(frame, self.kinds))
+        return cache[id(frame)][1]
+
+    def capped(self, frame: pd.DataFrame, cap: int | None, salt: int) -> pd.DataFrame:
+        """At most ``cap`` rows of ``frame`` chosen and ordered by a seeded hash of their content."""
+        salt_value = self.rng(salt).integers(0, 2**63, dtype=np.int64).item()
+        return frame.iloc[capped_order(self.keys(frame), cap, salt_value)]
 
 
 def _groups(metrics: str | Sequence[str]) -> list[str]:

@@ -138,17 +138,21 @@ def dimwise_prediction(points: list[list]) -> str:
 
 
 def ml_efficacy(data: dict[str, Any]) -> str:
-    """Grouped bars: each model's scores trained on real vs on synthetic."""
+    """Grouped bars: each model's scores trained on real vs on synthetic, error bars = std over seeds."""
     plt = _plt()
     scores = data["scores"]
     fig, axes = plt.subplots(1, len(scores), figsize=(3.2 * len(scores), 3), squeeze=False)
+
+    def column(values: list[list], k: int) -> np.ndarray:  # older files hold only the two means
+        return np.array([np.nan if len(v) <= k or v[k] is None else v[k] for v in values], float)
+
     for ax, (score, per_model) in zip(axes[0], scores.items()):
-        models = list(per_model)
+        models, values = list(per_model), list(per_model.values())
         x = np.arange(len(models))
-        real = [np.nan if v[0] is None else v[0] for v in per_model.values()]
-        synth = [np.nan if v[1] is None else v[1] for v in per_model.values()]
-        ax.bar(x - 0.2, real, width=0.4, color=REAL, label="trained on real")
-        ax.bar(x + 0.2, synth, width=0.4, color=SYNTH, label="trained on synthetic")
+        for shift, k, color, label in ((-0.2, 0, REAL, "trained on real"), (0.2, 1, SYNTH, "trained on synthetic")):
+            err = np.nan_to_num(column(values, k + 2))
+            ax.bar(x + shift, column(values, k), width=0.4, color=color, label=label, yerr=err, capsize=3,
+                   error_kw={"elinewidth": 1})
         ax.set_xticks(x)
         ax.set_xticklabels(models, fontsize=8)
         ax.set_title(score, fontsize=9)
@@ -174,7 +178,8 @@ def render_all(figures: dict[str, Any]) -> list[tuple[str, str, list[tuple[str, 
     out: list[tuple[str, str, list[tuple[str, str]]]] = []
     if figures.get("ml_efficacy"):
         out.append(("ML efficacy (train on synthetic, test on real)",
-                    f"Target: {figures['ml_efficacy']['target']}.", [("scores", ml_efficacy(figures["ml_efficacy"]))]))
+                    f"Target: {figures['ml_efficacy']['target']}. Bars: mean over seeds; error bars: std over seeds.",
+                    [("scores", ml_efficacy(figures["ml_efficacy"]))]))
     if figures.get("histograms"):
         out.append(("1-way histograms: real vs synthetic", "Categories, or 20 bins over the real range.",
                     [(name, histogram(name, h)) for name, h in figures["histograms"].items()]))

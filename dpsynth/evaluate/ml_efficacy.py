@@ -3,12 +3,17 @@
 Definitions (seed 002 §4.2.1, seed 000 §5.1):
 
 * Features: every column but the target, one-hot encoded (categories of the real training data) and min-max
-  scaled with the real bounds (seed 002: "we apply Min-Max normalisation as pre-processing step").
+  scaled with the real bounds (seed 002: "we apply Min-Max normalisation as pre-processing step"), so every
+  model, the scale-sensitive MLP and logistic regression / Ridge included, sees inputs in [0, 1] on the real
+  data (synthetic values outside the real range stay outside).
 * Models, scikit-learn defaults as in seed 002 (decision tree ``dt``, random forest ``rf``, logistic
   regression ``lr`` with ``max_iter=1000`` so it converges, multi-layer perceptron ``mlp`` with
   ``early_stopping=True``: it stops when 10% of its training rows, held out, stop improving; the default 200
-  epochs dominated the run time) plus XGBoost ``xgb`` (DESIGN §6, 100 trees, hist). For a numeric target: the
-  regressor of each family, with Ridge in place of logistic regression (seed 000 King / Ridge).
+  epochs dominated the run time) plus XGBoost ``xgb`` (DESIGN §6, 100 trees, hist, and 80% of the rows and
+  columns per tree, so that its seed matters and the spread over seeds measures something). For a numeric
+  target: the regressor of each family, with Ridge in place of logistic regression (seed 000 King / Ridge);
+  the MLP and Ridge learn the target standardised with the mean / std of their own training target and
+  predict on the original scale (an MLP fitted to a raw target of size 1e6 does not train: R2 -11).
 * Classification scores on the real test set: accuracy, F1, ROC AUC and average precision. Binary targets use
   the class that is rarer in the real training data as the positive class; multi-class targets use macro F1,
   one-vs-rest macro AUC and macro average precision.
@@ -16,8 +21,14 @@ Definitions (seed 002 §4.2.1, seed 000 §5.1):
 * ``ml_efficacy.<score>.real`` / ``.synthetic`` are the scores of the model trained on real / synthetic rows;
   ``.diff`` is ``|real - synthetic|`` per seed (the seeds' tables), averaged; spread = std over seeds.
   Logistic regression / Ridge are deterministic and fitted once (``n_seeds`` = 1, noted).
-* Undefined values get a reason: a classifier cannot be trained on one class, AUC / AP need both classes in
-  the test labels, R2 and explained variance need a non-constant test target.
+* Undefined values get a reason; AUC / AP need both classes in the test labels and a model that ranks rows,
+  R2 and explained variance need a non-constant test target. Training labels of one class give the constant
+  predictor of that class: its accuracy and F1 are reported (noted), its AUC and AP are undefined.
+
+Both training tables are put in the content-hash order of :func:`._prep.capped_order` before fitting, so a
+reordered copy of the real rows trains the same models (identical data scores a difference of exactly 0).
+Seeds: each seed fits every model once on each table (``random_state=seed``); logistic regression / Ridge
+are deterministic and fitted once.
 
 Without ``real_test`` the real training data is split 80/20: the real model trains on 80%, both are tested on
 the 20% (which the generator may have seen: the note says so).
@@ -29,10 +40,12 @@ import warnings
 
 import numpy as np
 from sklearn import metrics as skm
+from sklearn.compose import TransformedTargetRegressor
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.neural_network import MLPClassifier, MLPRegressor
+from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from dpsynth.evaluate._parallel import run_tasks
@@ -58,13 +71,20 @@ def make_model(name: str, task: str, seed: int, n_jobs: int):
     if name == "rf":
         return (RandomForestClassifier if cls else RandomForestRegressor)(random_state=seed, n_jobs=n_jobs)
     if name == "lr":
-        return LogisticRegression(max_iter=1000) if cls else Ridge()
+        return LogisticRegression(max_iter=1000) if cls else _scaled_target(Ridge())
     if name == "mlp":
-        return (MLPClassifier if cls else MLPRegressor)(random_state=seed, early_stopping=True)
+        return MLPClassifier(random_state=seed, early_stopping=True) if cls else _scaled_target(
+            MLPRegressor(random_state=seed, early_stopping=True))
     if name == "xgb":
-        kw = dict(n_estimators=100, tree_method="hist", n_jobs=n_jobs, random_state=seed, verbosity=0)
+        kw = dict(n_estimators=100, tree_method="hist", n_jobs=n_jobs, random_state=seed, verbosity=0,
+                  subsample=0.8, colsample_bytree=0.8)
         return XGBClassifier(**kw) if cls else XGBRegressor(**kw)
     raise ValueError(f"Unknown model {name!r}; known: {MODELS}.")
+
+
+def _scaled_target(model) -> TransformedTargetRegressor:
+    """``model`` fitted to the standardised training target, predicting on the original scale."""
+    return TransformedTargetRegressor(regressor=model, transformer=StandardScaler())
 
 
 def classification_scores(y_true: np.ndarray, proba: np.ndarray, classes: np.ndarray,
@@ -109,14 +129,17 @@ def regression_scores(y_true: np.ndarray, pred: np.ndarray) -> dict[str, tuple[f
 
 
 def _fit_scores(name, task, seed, n_jobs, X, y, X_test, y_test, classes_all, positive):
-    """Scores of one model trained on (X, y); or a dict of reasons when it cannot be trained."""
+    """Scores ``{score: (value, note)}`` of one model trained on (X, y); a note with a NaN says why."""
+    if len(y) == 0 or len(y_test) == 0:
+        which = "training" if len(y) == 0 else "real test"
+        reason = f"no {which} rows with a target value (all missing): nothing to fit or score"
+        return {s: (np.nan, reason) for s in (REGRESSION_SCORES if task == "regression" else CLASSIFICATION_SCORES)}
     if task == "regression":
         model = make_model(name, task, seed, n_jobs).fit(X, y)
         return regression_scores(y_test, model.predict(X_test))
     present = np.unique(y)
     if len(present) < 2:
-        reason = f"training labels contain one class ({present[0]!r}): a classifier cannot be trained"
-        return {s: (np.nan, reason) for s in CLASSIFICATION_SCORES}
+        return _constant_scores(present[0], y_test, classes_all, positive)
     codes = np.searchsorted(present, y)
     model = make_model(name, task, seed, n_jobs).fit(X, codes)
     proba_known = model.predict_proba(X_test)
@@ -125,36 +148,56 @@ def _fit_scores(name, task, seed, n_jobs, X, y, X_test, y_test, classes_all, pos
     return classification_scores(y_test, proba, classes_all, positive)
 
 
+def _constant_scores(label, y_test, classes_all, positive) -> dict[str, tuple[float, str]]:
+    """Training labels of one class: the constant predictor of that class, whose accuracy and F1 are well
+    defined; AUC and AP rank rows by score, and a constant score ranks nothing."""
+    proba = np.zeros((len(y_test), len(classes_all)))
+    proba[:, list(classes_all).index(label)] = 1.0
+    out = classification_scores(y_test, proba, classes_all, positive)
+    note = f"training labels contain one class ({label!r}): constant predictor"
+    undefined_note = note + ", no ranking: AUC and AP are undefined"
+    out["accuracy"] = (out["accuracy"][0], note)
+    out["f1"] = (out["f1"][0], note)
+    out["auc"] = out["ap"] = (np.nan, undefined_note)
+    return out
+
+
+def _training_data(ctx, target: str, task: str) -> tuple[dict, tuple, str]:
+    """({"real": (X, y), "synthetic": (X, y)}, (X_test, y_test, classes_all, positive), note)."""
+    train, test, note = ctx.real, ctx.real_test, ""
+    if test is None:
+        train, test = ctx.holdout_split()
+        note = "no real_test: tested on a 20% hold-out of real_train (the generator may have seen it)"
+    # training rows in content-hash order: a reordered copy of the real rows trains the very same models
+    train, synthetic = ctx.capped(train, None, 61), ctx.capped(ctx.synthetic, None, 61)
+    enc = ctx.encoder()
+    feats = enc.columns_except(target)
+    frames = (train, synthetic, test)
+    X_real, X_syn, X_test = (enc.transform(f, columns=feats) for f in frames)
+    if task == "classification":
+        y_real, y_syn, y_test = (_labels_fast(f[target]).astype(str).astype(object) for f in frames)
+        classes_all = np.unique(np.concatenate([y_real, y_syn, y_test]).astype(str)).astype(object)
+        counts = {c: np.sum(y_real == c) for c in np.unique(y_real)}
+        positive = min(counts, key=counts.get) if len(counts) == 2 else None
+    else:  # rows without a target value cannot be scored or learnt from
+        keep = [np.isfinite(numeric(f[target])) for f in frames]
+        X_real, X_syn, X_test = X_real[keep[0]], X_syn[keep[1]], X_test[keep[2]]
+        y_real, y_syn, y_test = (numeric(f[target])[k] for f, k in zip(frames, keep))
+        classes_all, positive = None, None
+    return {"real": (X_real, y_real), "synthetic": (X_syn, y_syn)}, (X_test, y_test, classes_all, positive), note
+
+
 def run(ctx) -> tuple[list[Row], dict]:
     """Rows ``ml_efficacy.<score>.{real,synthetic,diff}`` per model; figure ``ml_efficacy``."""
     target = ctx.target
     if target is None:
         return [undefined("ml_efficacy", "(all)", "no target column: pass target= or a schema with a target")], {}
     task = "classification" if ctx.kinds[target] == "categorical" else "regression"
-    train, test, note = ctx.real, ctx.real_test, ""
-    if test is None:
-        train, test = ctx.holdout_split()
-        note = "no real_test: tested on a 20% hold-out of real_train (the generator may have seen it)"
-    feats = ctx.encoder().columns_except(target)
-    enc = ctx.encoder()
-    X_real, X_syn, X_test = (enc.transform(f, columns=feats) for f in (train, ctx.synthetic, test))
-    if task == "classification":
-        y_real, y_syn, y_test = (_labels_fast(f[target]) for f in (train, ctx.synthetic, test))
-        classes_all = np.unique(np.concatenate([y_real, y_syn, y_test]).astype(str)).astype(object)
-        y_real, y_syn, y_test = (y.astype(str).astype(object) for y in (y_real, y_syn, y_test))
-        counts = {c: np.sum(y_real == c) for c in np.unique(y_real)}
-        positive = min(counts, key=counts.get) if len(counts) == 2 else None
-        scores = CLASSIFICATION_SCORES
-    else:
-        keep = [np.isfinite(numeric(f[target])) for f in (train, ctx.synthetic, test)]
-        X_real, X_syn, X_test = X_real[keep[0]], X_syn[keep[1]], X_test[keep[2]]
-        y_real, y_syn, y_test = (numeric(f[target])[k] for f, k in zip((train, ctx.synthetic, test), keep))
-        classes_all, positive, scores = None, None, REGRESSION_SCORES
-    data = {"real": (X_real, y_real), "synthetic": (X_syn, y_syn)}
+    scores = CLASSIFICATION_SCORES if task == "classification" else REGRESSION_SCORES
+    data, test, note = _training_data(ctx, target, task)
     plan = [(name, seed, src) for name in ctx.models
             for seed in (ctx.seeds[:1] if name in DETERMINISTIC else ctx.seeds) for src in data]
-    results = run_tasks(_task, [(name, task, seed, *data[src], X_test, y_test, classes_all, positive)
-                                for name, seed, src in plan], ctx.n_jobs)
+    results = run_tasks(_task, [(name, task, seed, *data[src], *test) for name, seed, src in plan], ctx.n_jobs)
     by_key = dict(zip(plan, results))
     rows: list[Row] = []
     fig: dict[str, dict[str, list]] = {}
@@ -163,16 +206,16 @@ def run(ctx) -> tuple[list[Row], dict]:
         extra = "deterministic model: one fit" if name in DETERMINISTIC and len(ctx.seeds) > 1 else ""
         for s in scores:
             per = {src: [by_key[(name, seed, src)][s] for seed in seeds] for src in data}
-            per["diff"] = [(abs(a[0] - b[0]), a[1] or b[1]) for a, b in zip(per["real"], per["synthetic"])]
+            per["diff"] = [(abs(a[0] - b[0]), "") for a, b in zip(per["real"], per["synthetic"])]
             for src in ("real", "synthetic", "diff"):
-                values = [v for v, _ in per[src]]
-                reasons = [r for _, r in per[src] if r]
-                why = (f"{src}-trained: " if src != "diff" else "") + reasons[0] if reasons else ""
-                ok = np.all(np.isfinite(values))
-                rows.append(row(f"ml_efficacy.{s}.{src}", name, values,
-                                note="; ".join(filter(None, [note, extra])) if ok else why))
-            fig.setdefault(s, {})[name] = [_mean_or_none([v for v, _ in per[src]]) for src in data]
-    return rows, {"ml_efficacy": {"task": task, "target": target, "scores": fig}}
+                sources = ("real", "synthetic") if src == "diff" else (src,)
+                why = list(dict.fromkeys(f"{o}-trained: {r}" for o in sources for _, r in per[o] if r))
+                rows.append(row(f"ml_efficacy.{s}.{src}", name, [v for v, _ in per[src]],
+                                note="; ".join(filter(None, [note, extra, *why]))))
+            values = [[v for v, _ in per[src]] for src in data]
+            fig.setdefault(s, {})[name] = [_stat(v, np.mean) for v in values] + [_stat(v, _std) for v in values]
+    return rows, {"ml_efficacy": {"task": task, "target": target, "scores": fig,
+                                  "layout": "mean real, mean synthetic, std real, std synthetic (over seeds)"}}
 
 
 def _task(name, task, seed, X, y, X_test, y_test, classes_all, positive):
@@ -181,6 +224,11 @@ def _task(name, task, seed, X, y, X_test, y_test, classes_all, positive):
         return _fit_scores(name, task, seed, 1, X, y, X_test, y_test, classes_all, positive)
 
 
-def _mean_or_none(values: list[float]) -> float | None:
-    finite = [v for v in values if np.isfinite(v)]
-    return float(np.mean(finite)) if finite else None
+def _std(values: np.ndarray) -> float:
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+
+def _stat(values: list[float], fn) -> float | None:
+    """``fn`` of the finite values (None when there is none), for the figure."""
+    finite = np.array([v for v in values if np.isfinite(v)], dtype=float)
+    return float(fn(finite)) if finite.size else None

@@ -15,21 +15,29 @@
 * ``quality.ks_similarity`` — per column, 1 - Kolmogorov-Smirnov distance (numeric: two-sample KS statistic;
   categorical: largest CDF gap over the categories in real-frequency order).
 
-**Discriminability** (``quality.discriminability``): XGBoost learns real (0) vs synthetic (1) on equally many
-rows of each (at most ``Limits.discriminator_rows``); out-of-fold probabilities (3 folds) give
-``100 * (1 - 2 * mean |p - 0.5|)``. The paper's "one minus the mean-absolute error" between ``p`` and 0.5
-would lie in [50, 100]; its tables reach 9, so the error is normalised by its maximum 0.5. Folds are grouped by
-row content, so identical rows of the two tables never sit on both sides of a split (a copy of a training row
-is a privacy matter, measured by the attacks, not a resemblance one); identical tables score exactly 100.
+**Discriminability** (``quality.discriminability``, with its real-vs-real noise floor
+``quality.discriminability.real_vs_real``): ``100 * (1 - 2 * mean |p - 0.5|)`` of out-of-fold XGBoost
+real-vs-synthetic probabilities; definition, and what dpsynth changed and why, in :mod:`.discriminability`.
+
+**Undefined columns.** A continuous column that is all missing in the synthetic table but not in the real one
+is as dissimilar as a column can be: it scores 0 in the column, statistical and KS similarities, and the
+mean's note names it. A column whose real values are all missing has no reference: it is left out of the
+mean and the note names it too (never a silent perfect score).
 
 **Utility** (``quality.utility``): for each column, XGBoost predicts it from the rest; 3 folds of the real
 rows; per fold one model trained on the other real folds and one on the matching synthetic folds, both
 tested on the held-out real fold. Score per fold: macro F1 (categorical) or D2 absolute error clipped to
 [0, 1] (continuous); the column's score is the 90th percentile over folds; the column's utility is
-``min(synthetic / real, 1)`` (undefined when the real score is 0); ``quality.utility`` is 100 x the mean.
-Rows are capped at ``Limits.per_column_rows`` per table; a categorical target keeps its 9 most frequent real
-categories and merges the rest into one "other" class (so a 41-category column costs 10 trees per round, not
-41: a speed cap that changes the task only for rare categories).
+``min(synthetic / real, 1)`` (undefined when the real score is 0; 0, with a note, when no model can be
+trained on the synthetic column: it has no values); ``quality.utility`` is 100 x the mean. Folds follow the
+content-hash order of the capped rows (:func:`._prep.capped_order`), so a reordered copy of the real table
+gets the same folds and the same models. Rows are capped at ``Limits.per_column_rows`` per table; a
+categorical target keeps its 9 most frequent real categories and merges the rest into one "other" class (so a
+41-category column costs 10 trees per round, not 41: a speed cap that changes the task only for rare
+categories).
+
+Seeds: the first evaluation seed fixes the capped rows, the folds and XGBoost's ``random_state``; every
+quality score is deterministic given it.
 """
 
 from __future__ import annotations
@@ -38,15 +46,17 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp, spearmanr
 from sklearn import metrics as skm
-from sklearn.model_selection import GroupKFold
 
 from dpsynth.evaluate._parallel import run_tasks
 from dpsynth.evaluate._prep import _labels_fast, hist_pair, numeric
-from dpsynth.evaluate.result import Row, row, undefined
+from dpsynth.evaluate.discriminability import discriminability
+from dpsynth.evaluate.discriminability import rows as discriminability_rows
+from dpsynth.evaluate.discriminability import score_from_proba as discriminability_score
+from dpsynth.evaluate.result import Row, aggregate, row, undefined
 from dpsynth.evaluate.similarity import js_distance, theils_u
 
 __all__ = ["column_similarity", "statistical_similarity", "ks_similarity", "correlation_similarity",
-           "discriminability", "run"]
+           "column_utility", "discriminability", "discriminability_score", "run"]
 
 MAX_CLASSES = 10
 OTHER = "<other>"
@@ -122,40 +132,32 @@ def _xgb(task: str, n_jobs: int, seed: int, n_estimators: int = 50):
     return XGBClassifier(base_score=0.5, **kw) if task == "classification" else XGBRegressor(**kw)
 
 
-def discriminability(real_x: np.ndarray, synth_x: np.ndarray, groups: np.ndarray, *, seed: int, n_jobs: int) -> float:
-    """100 * (1 - 2 mean |p - 0.5|) of out-of-fold real-vs-synthetic probabilities (module docstring)."""
-    X = np.vstack([real_x, synth_x])
-    y = np.r_[np.zeros(len(real_x)), np.ones(len(synth_x))]
-    proba = np.full(len(X), 0.5)
-    n_splits = min(3, len(np.unique(groups)))
-    if n_splits < 2:
-        return 100.0
-    for tr, te in GroupKFold(n_splits=n_splits).split(X, y, groups):
-        if len(np.unique(y[tr])) < 2:
-            continue
-        proba[te] = _xgb("classification", n_jobs, seed, 100).fit(X[tr], y[tr]).predict_proba(X[te])[:, 1]
-    return float(100.0 * (1.0 - 2.0 * np.mean(np.abs(proba - 0.5))))
+_SYNTH_MISSING = "scored 0: synthetic column is all missing (the real one is not)"
 
 
 def _resemblance(ctx) -> list[Row]:
-    per = {"column_similarity": [], "statistical_similarity": [], "js_similarity": [], "ks_similarity": []}
+    per: dict[str, dict[str, float]] = {k: {} for k in ("column_similarity", "statistical_similarity",
+                                                         "js_similarity", "ks_similarity")}
+    worst: dict[str, dict[str, str]] = {k: {} for k in per}
     for c, kind in ctx.kinds.items():
-        per["column_similarity"].append(column_similarity(ctx.real[c], ctx.synthetic[c], kind))
-        _, p, q = hist_pair(ctx.real[c], ctx.synthetic[c], kind)
-        per["js_similarity"].append(1.0 - js_distance(p, q))
-        per["ks_similarity"].append(ks_similarity(ctx.real[c], ctx.synthetic[c], kind))
-        if kind != "categorical":
-            per["statistical_similarity"].append(statistical_similarity(ctx.real[c], ctx.synthetic[c]))
-    real_m, synth_m = ctx.association()
-    per["correlation_similarity"] = [correlation_similarity(real_m, synth_m)]
-    rows, parts = [], []
-    for name, vals in per.items():
-        vals = [v for v in vals if np.isfinite(v)]
-        if not vals:
-            rows.append(undefined(f"quality.{name}", "(all)", "no column it applies to has values"))
+        real, synth = ctx.real[c], ctx.synthetic[c]
+        _, p, q = hist_pair(real, synth, kind)
+        per["js_similarity"][c] = 1.0 - js_distance(p, q)
+        names = ["column_similarity", "ks_similarity"] + ([] if kind == "categorical" else ["statistical_similarity"])
+        if kind != "categorical" and np.isfinite(numeric(real)).any() and not np.isfinite(numeric(synth)).any():
+            for name in names:  # the worst value each similarity can take, not a silent omission
+                per[name][c], worst[name][c] = 0.0, _SYNTH_MISSING
             continue
-        parts.append(100.0 * float(np.mean(vals)))
-        rows.append(row(f"quality.{name}", "(all)", parts[-1]))
+        per["column_similarity"][c] = column_similarity(real, synth, kind)
+        per["ks_similarity"][c] = ks_similarity(real, synth, kind)
+        if kind != "categorical":
+            per["statistical_similarity"][c] = statistical_similarity(real, synth)
+    rows = [aggregate(f"quality.{name}", vals, scale=100.0, caveats=worst[name]) if vals else
+            undefined(f"quality.{name}", "(all)", "no column it applies to (it needs a continuous column)")
+            for name, vals in per.items()]
+    real_m, synth_m = ctx.association()
+    rows.append(row("quality.correlation_similarity", "(all)", 100.0 * correlation_similarity(real_m, synth_m)))
+    parts = [r.value for r in rows if np.isfinite(r.value)]
     rows.append(row("quality.resemblance", "(all)", float(np.mean(parts)), note=f"mean of {len(parts)} similarities"))
     return rows
 
@@ -165,7 +167,7 @@ def _utility(ctx) -> list[Row]:
     real, synth = ctx.capped(ctx.real, cap, 41), ctx.capped(ctx.synthetic, cap, 41)
     enc = ctx.encoder()
     xr, xs = enc.transform(real), enc.transform(synth)
-    fr, fs = ctx.rng(43).permutation(len(real)) % 3, ctx.rng(43).permutation(len(synth)) % 3
+    fr, fs = np.arange(len(real)) % 3, np.arange(len(synth)) % 3  # rows are in content-hash (random) order
     plan, tasks = [], []
     for col, kind in ctx.kinds.items():
         b = enc.blocks[col]
@@ -181,23 +183,34 @@ def _utility(ctx) -> list[Row]:
                 plan.append((col, src))
                 tasks.append((task, X[folds != k][:, keep], y[folds != k], xr[test][:, keep], yr[test], ctx.seeds[0]))
     results = run_tasks(_fold_score, tasks, ctx.n_jobs)
-    rows, ratios = [], []
+    rows, ratios, caveats = [], {}, {}
     for col in ctx.kinds:
         scores = {src: [v for (c, s), v in zip(plan, results) if c == col and s == src]
                   for src in ("real", "synthetic")}
-        s_real, s_syn = (np.nanpercentile(scores[s], 90) if np.any(np.isfinite(scores[s])) else np.nan
-                         for s in ("real", "synthetic"))
-        if not np.isfinite(s_real) or s_real <= 0:
-            rows.append(undefined("quality.column_utility", col, "real-trained score is 0 or undefined: no ratio"))
-            continue
-        ratios.append(min(float(s_syn) / float(s_real), 1.0) if np.isfinite(s_syn) else 0.0)
-        rows.append(row("quality.column_utility", col, 100.0 * ratios[-1]))
-    if ratios:
-        rows.append(row("quality.utility", "(all)", 100.0 * float(np.mean(ratios)),
-                        note=f"mean over {len(ratios)} columns"))
-    else:
-        rows.append(undefined("quality.utility", "(all)", "no column has a positive real-trained score"))
+        ratios[col], note = column_utility(scores["real"], scores["synthetic"])
+        if np.isfinite(ratios[col]) and note:
+            caveats[col] = note
+        rows.append(row("quality.column_utility", col, 100.0 * ratios[col], note=note))
+    rows.append(aggregate("quality.utility", ratios, scale=100.0, caveats=caveats))
     return rows
+
+
+def column_utility(real_scores, synthetic_scores) -> tuple[float, str]:
+    """(``min(p90(synthetic) / p90(real), 1)``, note) of per-fold scores (module docstring).
+
+    Undefined (NaN, with the reason) when the real-trained score is 0 or undefined; 0, with a note, when no
+    synthetic-trained score is defined (no synthetic values to train on: the worst utility, not a silent 0).
+    """
+    def p90(v) -> float:
+        v = np.asarray(v, dtype=float)
+        return float(np.nanpercentile(v, 90)) if np.isfinite(v).any() else np.nan
+
+    s_real, s_syn = p90(real_scores), p90(synthetic_scores)
+    if not np.isfinite(s_real) or s_real <= 0:
+        return np.nan, "real-trained score is 0 or undefined: no ratio"
+    if not np.isfinite(s_syn):
+        return 0.0, "scored 0: no synthetic-trained model (no synthetic values to train on)"
+    return min(s_syn / s_real, 1.0), ""
 
 
 def _top_classes(yr: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -226,15 +239,6 @@ def _fold_score(task: str, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_t
 
 
 def run(ctx) -> tuple[list[Row], dict]:
-    rows = _resemblance(ctx)
-    cap = ctx.limits.discriminator_rows
-    n = min(len(ctx.real), len(ctx.synthetic), cap)
-    real, synth = ctx.capped(ctx.real, n, 51), ctx.capped(ctx.synthetic, n, 51)
-    enc = ctx.encoder()
-    hashes = pd.util.hash_pandas_object(pd.concat([real, synth]).astype(str), index=False).to_numpy()
-    groups = pd.factorize(hashes)[0]
-    score = discriminability(enc.transform(real), enc.transform(synth), groups, seed=ctx.seeds[0], n_jobs=ctx.n_jobs)
-    note = f"{n} rows per table" + ("" if n == len(ctx.real) == len(ctx.synthetic) else " (balanced subsample)")
-    rows.append(row("quality.discriminability", "(all)", score, note=note))
-    rows += _utility(ctx)
-    return rows, {}
+    """Rows ``quality.*``: the five similarities and resemblance, discriminability (with its real-vs-real
+    noise floor), per-column utility and utility."""
+    return _resemblance(ctx) + discriminability_rows(ctx) + _utility(ctx), {}

@@ -1,8 +1,9 @@
 """One self-contained HTML report: ledger, summary table, plots (embedded PNG), extra sections.
 
 ``build_report`` returns the HTML text; ``write_report`` writes it atomically. Other engineers add a section
-with ``extra_sections=[(title, html_fragment), ...]`` (e.g. the privacy-risk results); fragments are inserted
-as given, so they must be trusted HTML produced by dpsynth code, not user text.
+with ``extra_sections=[(title, html_fragment), ...]`` (e.g. the privacy-risk results, :mod:`.risk_section`);
+fragments are inserted as given, so they must be trusted HTML produced by dpsynth code, not user text. With
+``evaluation=None`` the page holds only the ledger and the extra sections (``dpsynth attack --report``).
 
 The page needs no network: images are ``data:`` URIs and the only script is an inline check that marks the
 page (``<body data-rendered="ok">``, and the text of ``#render-status``) once every image has decoded with a
@@ -129,28 +130,25 @@ def ledger_html(ledger: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def build_report(
-    evaluation: EvaluationResult,
-    *,
-    ledger: dict[str, Any] | None = None,
-    extra_sections: Sequence[tuple[str, str]] = (),
-    title: str = "dpsynth evaluation report",
-) -> str:
-    """The report as one HTML string (see the module docstring for its guarantees)."""
-    info = evaluation.info
+def _header(title: str, info: dict[str, Any] | None) -> list[str]:
     out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
            f"<style>{_CSS}</style></head><body data-rendered='pending'>", f"<h1>{html.escape(title)}</h1>"]
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    out.append(f"<p class='muted'>{html.escape(stamp)} &middot; real rows: {_fmt(info.get('n_real'))} &middot; "
-               f"synthetic rows: {_fmt(info.get('n_synthetic'))} &middot; real test rows: "
-               f"{_fmt(info.get('n_real_test')) or 'none'} &middot; target: {_fmt(info.get('target')) or 'none'} "
-               f"&middot; <span id='render-status'>render-check: pending</span></p>")
-    if ledger is not None:
-        out.append("<h2>Privacy ledger</h2>" + ledger_html(ledger))
+    facts = "" if info is None else (
+        f" &middot; real rows: {_fmt(info.get('n_real'))} &middot; synthetic rows: {_fmt(info.get('n_synthetic'))}"
+        f" &middot; real test rows: {_fmt(info.get('n_real_test')) or 'none'} &middot; target: "
+        f"{_fmt(info.get('target')) or 'none'}")
+    out.append(f"<p class='muted'>{html.escape(stamp)}{facts} &middot; "
+               "<span id='render-status'>render-check: pending</span></p>")
+    return out
+
+
+def _utility_sections(evaluation: EvaluationResult) -> list[str]:
+    """Summary table, ML efficacy pivot and every figure of an evaluation."""
     t = evaluation.table
     cols = ["metric", "subject", "value", "spread", "n_seeds", "note"]
     overall = t[(t.subject.isin(["(all)", "(sum)"])) & ~t.metric.str.startswith("ml_efficacy")]
-    out.append("<h2>Summary</h2>" + table_html(overall.to_dict(orient="records"), cols))
+    out = ["<h2>Summary</h2>" + table_html(overall.to_dict(orient="records"), cols)]
     ml = t[t.metric.str.startswith("ml_efficacy.") & (t.subject != "(all)")]
     if not ml.empty:
         out.append("<h3>ML efficacy: mean &plusmn; std over seeds (train on real / on synthetic, |difference|)</h3>"
@@ -163,19 +161,46 @@ def build_report(
                        f"</figure>" for cap, uri in images)
         out.append(f"<h2>{html.escape(section)}</h2><p class='muted'>{html.escape(intro)}</p>"
                    f"<div class='grid'>{figs}</div>")
-    for section, fragment in extra_sections:
-        out.append(f"<h2>{html.escape(section)}</h2>\n{fragment}")
-    out.append("<h2>All metrics</h2><details><summary>Full table ("
-               f"{len(evaluation.table)} rows)</summary>{table_html(evaluation.table.to_dict(orient='records'), cols)}"
-               "</details>")
-    seconds = info.get("seconds") or {}
+    return out
+
+
+def _closing(evaluation: EvaluationResult) -> list[str]:
+    cols = ["metric", "subject", "value", "spread", "n_seeds", "note"]
+    out = ["<h2>All metrics</h2><details><summary>Full table ("
+           f"{len(evaluation.table)} rows)</summary>{table_html(evaluation.table.to_dict(orient='records'), cols)}"
+           "</details>"]
+    seconds = evaluation.info.get("seconds") or {}
     if seconds:
         out.append("<p class='muted'>Seconds per metric group: "
                    + html.escape(", ".join(f"{k} {v:.1f}" for k, v in seconds.items())) + "</p>")
+    return out
+
+
+def build_report(
+    evaluation: EvaluationResult | None,
+    *,
+    ledger: dict[str, Any] | None = None,
+    extra_sections: Sequence[tuple[str, str]] = (),
+    title: str = "dpsynth evaluation report",
+) -> str:
+    """The report as one HTML string (see the module docstring for its guarantees).
+
+    ``evaluation=None`` gives a page with only the ledger (when given) and the ``extra_sections`` (e.g. the
+    privacy-risk section of ``dpsynth attack --report``), with the same style and render check.
+    """
+    out = _header(title, None if evaluation is None else evaluation.info)
+    if ledger is not None:
+        out.append("<h2>Privacy ledger</h2>" + ledger_html(ledger))
+    if evaluation is not None:
+        out += _utility_sections(evaluation)
+    for section, fragment in extra_sections:
+        out.append(f"<h2>{html.escape(section)}</h2>\n{fragment}")
+    if evaluation is not None:
+        out += _closing(evaluation)
     out.append(f"<script>{_CHECK_JS}</script></body></html>")
     return "\n".join(out)
 
 
-def write_report(path: str | os.PathLike, evaluation: EvaluationResult, **kwargs: Any) -> Path:
+def write_report(path: str | os.PathLike, evaluation: EvaluationResult | None, **kwargs: Any) -> Path:
     """Write :func:`build_report` to ``path`` atomically (temp file + rename); return the path."""
     return atomic_write_text(path, build_report(evaluation, **kwargs))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["COLUMNS", "Row", "EvaluationResult", "undefined", "row"]
+__all__ = ["COLUMNS", "Row", "EvaluationResult", "undefined", "row", "aggregate"]
 
 COLUMNS = ("metric", "subject", "value", "spread", "n_seeds", "note")
 
@@ -48,6 +48,29 @@ def row(metric: str, subject: str, values, *, note: str = "") -> Row:
 def undefined(metric: str, subject: str, reason: str, *, n_seeds: int = 0) -> Row:
     """A row for a metric that has no value, with the reason (never a silent NaN or 0)."""
     return Row(metric, str(subject), math.nan, math.nan, n_seeds, reason)
+
+
+def aggregate(metric: str, values: dict[str, float], *, how: str = "mean", scale: float = 1.0,
+              caveats: dict[str, str] | None = None, subject: str = "(all)", over: str = "columns") -> Row:
+    """The mean (or sum) of per-column ``values`` as one row whose note names every column left out.
+
+    A column whose value is undefined (NaN or infinite) cannot enter the mean; dropping it silently would let
+    a table with a broken column read as perfect, so the note lists it. ``caveats`` (column -> text) are
+    columns that entered the mean with a value that needs saying (e.g. "scored 0: synthetic column is all
+    missing"). With no defined value at all the row is undefined, with the reason.
+    """
+    ok = {k: float(v) for k, v in values.items() if np.isfinite(v)}
+    left_out = [k for k in values if k not in ok]
+    parts = []
+    if left_out:
+        parts.append(f"left out ({len(left_out)} undefined): {', '.join(left_out)}")
+    for k, text in (caveats or {}).items():
+        parts.append(f"{k}: {text}")
+    if not ok:
+        reason = "; ".join(parts) if parts else f"no {over.removesuffix('s')} to {how}"
+        return undefined(metric, subject, f"no defined value: {reason}")
+    total = float(np.sum(list(ok.values()))) if how == "sum" else float(np.mean(list(ok.values())))
+    return row(metric, subject, scale * total, note="; ".join([f"{how} over {len(ok)} {over}", *parts]))
 
 
 @dataclass

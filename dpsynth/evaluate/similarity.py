@@ -13,7 +13,9 @@
   undefined (a constant column) counts as 0 and the row's note says how many there were.
 
 Missing values are a category of their own in categorical columns and are left out (pairwise) in
-continuous ones. All three are linear in the number of rows (after an O(n log n) sort for Wasserstein).
+continuous ones. A column whose Wasserstein distance is undefined (all missing in the synthetic table, or in
+the real one) has a row saying why, and the mean's note names it (:func:`.result.aggregate`): a broken column
+never reads as a perfect mean. All three are linear in the number of rows (after an O(n log n) sort for Wasserstein).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import pandas as pd
 from scipy.stats import wasserstein_distance
 
 from dpsynth.evaluate._prep import _labels_fast, hist_pair, numeric
-from dpsynth.evaluate.result import Row, row, undefined
+from dpsynth.evaluate.result import Row, aggregate, row, undefined
 
 __all__ = ["js_divergence", "js_distance", "theils_u", "correlation_ratio", "association_matrix",
            "scaled_wasserstein", "run"]
@@ -135,31 +137,39 @@ def matrix_diff_row(metric: str, a: pd.DataFrame, b: pd.DataFrame) -> Row:
     """Frobenius norm of ``a - b`` with undefined entries counted as 0 (and said so in the note)."""
     undefined_entries = int(np.sum(~np.isfinite(a.to_numpy()) | ~np.isfinite(b.to_numpy())))
     diff = np.nan_to_num(a.to_numpy()) - np.nan_to_num(b.to_numpy())
-    note = f"{undefined_entries} undefined entries (constant columns) counted as 0" if undefined_entries else ""
+    note = f"{undefined_entries} undefined entries (constant or all-missing columns) counted as 0" if undefined_entries else ""
     return row(metric, "(all)", float(np.linalg.norm(diff)), note=note)
+
+
+def _wasserstein_reason(real: pd.Series, synthetic: pd.Series) -> str:
+    x, y = numeric(real), numeric(synthetic)
+    if not np.isfinite(x).any():
+        return "real column has no non-missing values: no scale, Wasserstein undefined"
+    if not np.isfinite(y).any():
+        return "synthetic column is all missing (the real one is not): maximally dissimilar, Wasserstein undefined"
+    return ""
 
 
 def run(ctx) -> tuple[list[Row], dict]:
     """Rows ``similarity.jsd``, ``similarity.wasserstein`` (per column and mean) and
-    ``similarity.association_diff``; figure ``association`` (both matrices)."""
+    ``similarity.association_diff``; figure ``association`` (both matrices). A column left out of a mean is
+    named in the mean's note (:func:`.result.aggregate`)."""
     rows: list[Row] = []
-    jsds, wds = [], []
+    jsds: dict[str, float] = {}
+    wds: dict[str, float] = {}
     for c, kind in ctx.kinds.items():
         if kind == "categorical":
             _, p, q = hist_pair(ctx.real[c], ctx.synthetic[c], "categorical")
-            jsds.append(js_divergence(p, q))
-            rows.append(row("similarity.jsd", c, jsds[-1]))
-        else:
-            wd = scaled_wasserstein(ctx.real[c], ctx.synthetic[c])
-            if np.isfinite(wd):
-                wds.append(wd)
-                rows.append(row("similarity.wasserstein", c, wd))
-            else:
-                rows.append(undefined("similarity.wasserstein", c, "no non-missing values in real or synthetic"))
+            jsds[c] = js_divergence(p, q)
+            rows.append(row("similarity.jsd", c, jsds[c]))
+            continue
+        reason = _wasserstein_reason(ctx.real[c], ctx.synthetic[c])
+        wds[c] = float("nan") if reason else scaled_wasserstein(ctx.real[c], ctx.synthetic[c])
+        rows.append(undefined("similarity.wasserstein", c, reason) if reason else row("similarity.wasserstein", c, wds[c]))
     if jsds:
-        rows.append(row("similarity.jsd", "(all)", float(np.mean(jsds)), note="mean over categorical columns"))
+        rows.append(aggregate("similarity.jsd", jsds, over="categorical columns"))
     if wds:
-        rows.append(row("similarity.wasserstein", "(all)", float(np.mean(wds)), note="mean over continuous columns"))
+        rows.append(aggregate("similarity.wasserstein", wds, over="continuous columns"))
     real_m, synth_m = ctx.association()
     rows.append(matrix_diff_row("similarity.association_diff", real_m, synth_m))
     figures = {"association": {"columns": list(real_m.columns), "real": real_m.to_numpy(),

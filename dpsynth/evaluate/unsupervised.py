@@ -24,6 +24,8 @@
   (seed 001 §2.2); undefined (infinite) when the histograms do not overlap.
 * ``correlation.pearson_diff`` — Frobenius norm of the difference of the Pearson correlation matrices of the
   continuous columns (seed 001 Fig. 2); the figure shows both.
+
+Means and sums over columns name, in their note, every column left out because its value is undefined.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.evaluate._prep import _labels_fast, hist_pair, numeric
-from dpsynth.evaluate.result import Row, row, undefined
+from dpsynth.evaluate.result import Row, aggregate, row, undefined
 
 __all__ = ["tvd", "nist_bins", "kway_tvd", "kl_mu", "diversity_jsd", "bhattacharyya", "pca_projection", "run"]
 
@@ -167,39 +169,30 @@ def run(ctx) -> tuple[list[Row], dict]:
     rows: list[Row] = []
     hists: dict[str, dict] = {}
     dim_points: list[list] = []
-    tvds, bds, jsds, kls = [], [], [], []
+    tvds, bds, jsds, kls = {}, {}, {}, {}
     for c, kind in ctx.kinds.items():
         labels, p, q = hist_pair(ctx.real[c], ctx.synthetic[c], kind, bins=HIST_BINS)
         hists[c] = {"kind": kind, "bins": labels, "real": p, "synthetic": q}
-        tvds.append(tvd(p, q))
-        rows.append(row("marginal.tvd1", c, tvds[-1]))
-        bd = bhattacharyya(p, q)
-        if math.isfinite(bd):
-            bds.append(bd)
-            rows.append(row("bhattacharyya", c, bd))
-        else:
-            rows.append(undefined("bhattacharyya", c, "histograms do not overlap: the distance is infinite"))
+        tvds[c] = tvd(p, q)
+        rows.append(row("marginal.tvd1", c, tvds[c]))
+        bds[c] = bhattacharyya(p, q)
+        rows.append(row("bhattacharyya", c, bds[c]) if math.isfinite(bds[c]) else
+                    undefined("bhattacharyya", c, "histograms do not overlap: the distance is infinite"))
         if kind != "categorical":
             continue
         for lab, a, b in zip(labels, p, q):
             dim_points.append([f"{c}={lab}", float(a), float(b)])
             rows.append(row("dimwise.probability", f"{c}={lab}", abs(float(a) - float(b))))
-        jsds.append(diversity_jsd(p, q))
-        rows.append(row("diversity.jsd", c, jsds[-1]))
-        value, mu = kl_mu(p, q)
-        if math.isfinite(value):
-            kls.append(value)
-            rows.append(row("diversity.kl_mu", c, value, note=f"mu = {mu:.3g}"))
-        else:
-            rows.append(undefined("diversity.kl_mu", c, "real column has one category (p1 = 1): mu = exp(-inf) = 0"))
-    rows.append(row("marginal.tvd1", "(all)", float(np.mean(tvds)), note="mean over columns"))
-    if bds:
-        rows.append(row("bhattacharyya", "(all)", float(np.mean(bds)), note="mean over columns with a finite value"))
+        jsds[c] = diversity_jsd(p, q)
+        rows.append(row("diversity.jsd", c, jsds[c]))
+        kls[c], mu = kl_mu(p, q)
+        rows.append(row("diversity.kl_mu", c, kls[c], note=f"mu = {mu:.3g}") if math.isfinite(kls[c]) else
+                    undefined("diversity.kl_mu", c, "real column has one category (p1 = 1): mu = exp(-inf) = 0"))
+    rows.append(aggregate("marginal.tvd1", tvds))
+    rows.append(aggregate("bhattacharyya", bds))
     if jsds:
-        rows.append(row("diversity.jsd", "(sum)", float(np.sum(jsds)), note="sum over categorical columns"))
-    if kls:
-        rows.append(row("diversity.kl_mu", "(sum)", float(np.sum(kls)),
-                        note="sum over categorical columns with a value"))
+        rows.append(aggregate("diversity.jsd", jsds, how="sum", subject="(sum)", over="categorical columns"))
+        rows.append(aggregate("diversity.kl_mu", kls, how="sum", subject="(sum)", over="categorical columns"))
     if dim_points:
         rows.append(row("dimwise.probability", "(all)", float(np.mean([abs(a - b) for _, a, b in dim_points])),
                         note="mean |p_real - p_synthetic| over one-hot dimensions"))

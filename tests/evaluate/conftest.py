@@ -26,3 +26,9 @@ def real() -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def real_test() -> pd.DataFrame:
     return make_table(200, 1)
+
+
+@pytest.fixture()
+def two_samples() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two independent samples of one population (1,000 rows each)."""
+    return make_table(1000, 0), make_table(1000, 7)

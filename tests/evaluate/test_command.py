@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
+import pandas as pd
 import pytest
 
 import dpsynth
 from dpsynth.cli import main
+from dpsynth.errors import InputError
 from dpsynth.evaluate import command
 
 
@@ -40,17 +42,19 @@ def test_add_parsers_registers_both_subcommands():
 
 def test_cli_evaluate_then_report(files, tmp_path, capsys):
     out_json, out_html = tmp_path / "eval.json", tmp_path / "eval.html"
+    risk = _risk_json(tmp_path / "risk.json")
     code = main(["evaluate", "--real", str(files["real"]), "--synthetic", str(files["synth"]), "--test",
                  str(files["test"]), "--target", "label", "--metrics", "similarity,ml_efficacy", "--seeds", "0",
-                 "--jobs", "1", "--json", str(out_json), "--report", str(out_html)])
+                 "--jobs", "1", "--json", str(out_json), "--report", str(out_html), "--risk", str(risk)])
     assert code == 0
     data = json.loads(out_json.read_text())
     metrics = {r["metric"] for r in data["table"]}
     assert "similarity.jsd" in metrics and "ml_efficacy.auc.diff" in metrics
-    assert "<img" in out_html.read_text()
+    text = out_html.read_text()
+    assert "<img" in text and "Privacy risk" in text and "closest_distance_hamming" in text  # risk beside utility
     again = tmp_path / "again.html"
-    assert main(["report", "--json", str(out_json), "--report", str(again)]) == 0
-    assert "Summary" in again.read_text()
+    assert main(["report", "--json", str(out_json), "--report", str(again), "--risk", str(risk)]) == 0
+    assert "Summary" in again.read_text() and "dpsynth-privacy-risk" in again.read_text()
 
 
 def test_cli_user_errors_exit_2_with_one_line(files, tmp_path, capsys):
@@ -86,3 +90,67 @@ def test_report_ledger_shows_mu_gdp_and_separation(tmp_path, adult_small, adult_
     assert gdp_epsilon(mu, 1e-5) == pytest.approx(model.ledger_.epsilon(), rel=0.02)
     html = ledger_html(ledger)
     assert "gdp_mu_clt" in html and "Per phase" in html
+
+
+def _risk_json(path):
+    """A RiskResult written the way ``dpsynth attack --json`` writes it (no attack run: seconds, not minutes)."""
+    from dpsynth.attacks.base import Estimate, Result
+    from dpsynth.attacks.risk import RiskResult
+
+    result = Result(attack="closest_distance_hamming", kind="membership", value=0.12, ci=(0.02, 0.22),
+                    baseline=0.5, baseline_name="chance accuracy", n_targets=200,
+                    metrics={"accuracy": Estimate(0.56, (0.51, 0.61)), "auc": Estimate(0.58, None)})
+    RiskResult([result], {"density": "needs control rows"}, {"n_train": 400, "n_synthetic": 400}).to_json(path)
+    return path
+
+
+def test_test_option_takes_the_official_test_split_of_a_bundled_dataset(adult):
+    train, test = adult
+    got = command.load_test("adult")
+    assert len(got) == len(test) != len(train)
+    pd.testing.assert_frame_equal(got, test)
+    with pytest.raises(InputError, match="no official test split"):
+        command.load_test("wine")
+
+
+def test_cli_evaluate_test_adult_uses_the_test_split(tmp_path, adult):
+    train, test = adult
+    synth = tmp_path / "synth.csv"
+    train.iloc[:300].to_csv(synth, index=False)
+    out = tmp_path / "eval.json"
+    assert main(["evaluate", "--real", "adult", "--synthetic", str(synth), "--test", "adult", "--metrics",
+                 "similarity", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["info"]["n_real_test"] == len(test) == 16281
+
+
+def test_report_of_risk_alone(tmp_path):
+    alone = tmp_path / "risk.html"
+    assert main(["report", "--risk", str(_risk_json(tmp_path / "risk.json")), "--report", str(alone)]) == 0
+    text = alone.read_text()
+    assert "dpsynth-privacy-risk" in text and "closest_distance_hamming" in text and "render-status" in text
+    assert "Summary" not in text and "needs control rows" in text
+
+
+def test_risk_option_user_errors(files, tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"results": 3}')
+    assert main(["report", "--risk", str(bad), "--report", str(tmp_path / "x.html")]) == 2
+    assert "not a dpsynth risk JSON" in capsys.readouterr().err
+    assert main(["report", "--report", str(tmp_path / "x.html")]) == 2
+    assert main(["evaluate", "--real", str(files["real"]), "--synthetic", str(files["synth"]), "--json",
+                 str(tmp_path / "o.json"), "--risk", str(bad)]) == 2  # --risk needs --report
+    assert not (tmp_path / "x.html").exists() and not (tmp_path / "o.json").exists()
+
+
+def test_attack_report_is_the_evaluation_page_with_only_the_risk_section(tmp_path):
+    from dpsynth.attacks.command import write_risk_report
+    from dpsynth.evaluate import build_report
+    from dpsynth.evaluate.risk_section import load_risk
+
+    result = load_risk(_risk_json(tmp_path / "risk.json"))
+    path = tmp_path / "attack.html"
+    write_risk_report(result, str(path), title="Privacy risk of s.csv")
+    text = path.read_text()
+    assert "render-status" in text and "dpsynth-privacy-risk" in text  # not the standalone fallback page
+    page = build_report(None, ledger={"epsilon": 1.0}, extra_sections=[("Risk", "<p>r</p>")])
+    assert "Privacy ledger" in page and "<p>r</p>" in page and "Summary" not in page

@@ -105,6 +105,61 @@ def test_bhattacharyya_hand_computed():
     assert math.isinf(unsupervised.bhattacharyya([1, 0], [0, 1]))
 
 
+def _quick(real, synth, schema=None, metrics=("unsupervised",)):
+    from dpsynth.evaluate import evaluate
+
+    return evaluate(real, synth, schema=schema, metrics=list(metrics), seeds=(0,), n_jobs=1)
+
+
+def test_dimwise_probability_hand_computed():
+    # color: real a, a, b, b (1/2, 1/2) vs synthetic a, b, b, b (1/4, 3/4): |difference| 1/4 per dimension
+    real = pd.DataFrame({"color": list("aabb")})
+    res = _quick(real, pd.DataFrame({"color": list("abbb")}))
+    dims = res.metrics("dimwise.probability").set_index("subject").value
+    assert dims["color=a"] == pytest.approx(0.25) and dims["color=b"] == pytest.approx(0.25)
+    assert dims["(all)"] == pytest.approx(0.25)
+
+
+def _xy_schema():
+    from dpsynth.data.schema import Column, Schema
+
+    return Schema(columns=(Column("x", "continuous", lower=-10, upper=10), Column("y", "continuous", lower=-10, upper=10)))
+
+
+def test_pca_tvd_hand_computed():
+    # four distinct points (corners of the unit square), real counts (4, 3, 2, 1), synthetic (1, 2, 3, 4). PCA of
+    # two columns is a rotation: the corners stay >= 1 apart while a bin is at most sqrt(2)/20 wide, so each
+    # point has its own 2-D bin and TVD = (|.4-.1| + |.3-.2| + |.2-.3| + |.1-.4|) / 2 = 0.4
+    corners = [(0.0, 0.0), (1.0, 0.0), (0.0, 1.0), (1.0, 1.0)]
+
+    def table(counts):
+        return pd.DataFrame([c for c, k in zip(corners, counts) for _ in range(k)], columns=["x", "y"])
+
+    res = _quick(table((4, 3, 2, 1)), table((1, 2, 3, 4)), schema=_xy_schema())
+    assert res.value("pca.tvd") == pytest.approx(0.4)
+    assert _quick(table((4, 3, 2, 1)), table((4, 3, 2, 1)), schema=_xy_schema()).value("pca.tvd") == 0.0
+
+
+def test_pearson_diff_hand_computed():
+    # real r(x, y) = 1, synthetic r(x, y) = 0 (x deviations (-1.5, -.5, .5, 1.5) . y (1, -1, -1, 1) = 0):
+    # the matrices differ by 1 in two entries -> Frobenius norm sqrt(2)
+    real = pd.DataFrame({"x": [1.0, 2, 3, 4], "y": [2.0, 4, 6, 8]})
+    synth = pd.DataFrame({"x": [1.0, 2, 3, 4], "y": [1.0, -1, -1, 1]})
+    assert _quick(real, synth, schema=_xy_schema()).value("correlation.pearson_diff") == pytest.approx(math.sqrt(2))
+
+
+def test_association_diff_hand_computed():
+    kinds = {"x": "continuous", "y": "continuous", "c": "categorical"}
+    real = pd.DataFrame({"x": [1.0, 2, 3, 4], "y": [2.0, 4, 6, 8], "c": list("aabb")})
+    synth = pd.DataFrame({"x": [1.0, 2, 3, 4], "y": [1.0, -1, -1, 1], "c": list("abab")})
+    # real: r(x,y) = 1; eta(c, x) = eta(c, y) = sqrt(between 4 / total 5). synthetic: r = 0; eta(c, x): group
+    # means 2 and 3 around 2.5 -> sqrt(1/5); eta(c, y) = 0 (both group means 0). Each entry appears twice:
+    # norm = sqrt(2 (1^2 + (sqrt(.8) - sqrt(.2))^2 + .8)) = sqrt(2 (1 + .2 + .8)) = 2
+    a, b = similarity.association_matrix(real, kinds), similarity.association_matrix(synth, kinds)
+    assert a.loc["x", "c"] == pytest.approx(math.sqrt(0.8)) and b.loc["c", "x"] == pytest.approx(math.sqrt(0.2))
+    assert similarity.matrix_diff_row("similarity.association_diff", a, b).value == pytest.approx(2.0)
+
+
 def test_pca_projection_is_fitted_on_real():
     rng = np.random.default_rng(0)
     real = rng.normal(size=(200, 3)) * [5, 1, 0.1]
@@ -139,6 +194,65 @@ def test_quality_similarities_identical_and_hand_computed():
     assert quality.correlation_similarity(m, m) == 1.0
 
 
+def test_quality_correlation_similarity_hand_computed():
+    def sym(a12, a13, a23):
+        return pd.DataFrame([[1, a12, a13], [a12, 1, a23], [a13, a23, 1]], dtype=float)
+
+    # off-diagonal pairs (0.1, 0.5, 0.9) vs (0.2, 0.4, 0.9), each twice: deviations from the means (0.5, 0.5)
+    # are (-.4, 0, .4) and (-.3, -.1, .4): r = 0.28 / sqrt(0.32 * 0.26)
+    value = quality.correlation_similarity(sym(0.1, 0.5, 0.9), sym(0.2, 0.4, 0.9))
+    assert value == pytest.approx(0.28 / math.sqrt(0.32 * 0.26))
+    assert quality.correlation_similarity(sym(0.1, 0.5, 0.9), sym(0.9, 0.5, 0.1)) == 0.0  # r = -1, clipped
+
+
+def test_quality_statistical_similarity_hand_computed():
+    # real (min, max, median, mean, std) = (1, 10, 3, 4, sqrt 10): ranks (1, 5, 2, 4, 3)
+    # synthetic = (0, 20, 0, 4, 8): ranks (1.5, 5, 1.5, 3, 4); Spearman = Pearson of ranks = 8.5 / sqrt(10 * 9.5)
+    value = quality.statistical_similarity(pd.Series([1.0, 2, 3, 4, 10]), pd.Series([0.0, 0, 0, 0, 20]))
+    assert value == pytest.approx(8.5 / math.sqrt(95))
+
+
+def test_quality_column_similarity_non_trivial():
+    u = pd.Series(np.linspace(0.0, 1.0, 10001))
+    # a linear map keeps the quantile function linear: r = 1 for different data
+    assert quality.column_similarity(u, 3 * u + 5, "continuous") == pytest.approx(1.0)
+    # quantiles of U vs U^2 (U uniform): corr(U, U^2) = (1/12) / sqrt(1/12 * 4/45) = sqrt(540) / 24
+    assert quality.column_similarity(u, u ** 2, "continuous") == pytest.approx(math.sqrt(540) / 24, abs=1e-3)
+    # categorical: real a, a, b, b vs synthetic a, b, b, b. Rank codes at 1,000 levels: real 0 on 500 levels then
+    # 1; synthetic 0 on 250 levels then 1. U(real | synth) = (ln 2 - 3/4 H(1/3, 2/3)) / ln 2
+    h = -(1 / 3 * math.log(1 / 3) + 2 / 3 * math.log(2 / 3))
+    value = quality.column_similarity(pd.Series(list("aabb")), pd.Series(list("abbb")), "categorical")
+    assert value == pytest.approx((math.log(2) - 0.75 * h) / math.log(2))
+
+
+def test_quality_column_utility_and_fold_score_hand_computed():
+    # 90th percentiles (linear interpolation): real (0.8, 0.9, 1.0) -> 0.98, synthetic (0.49,) * 3 -> 0.49
+    assert quality.column_utility([0.8, 0.9, 1.0], [0.49] * 3) == (pytest.approx(0.5), "")
+    assert quality.column_utility([0.5, 0.5, 0.5], [0.9, 0.9, 0.9]) == (1.0, "")  # capped at 1
+    value, note = quality.column_utility([0.0, 0.0, 0.0], [0.5] * 3)
+    assert math.isnan(value) and "real-trained score is 0" in note
+    value, note = quality.column_utility([0.8, 0.9, 1.0], [np.nan] * 3)
+    assert value == 0.0 and "scored 0" in note
+    # one training class: the constant predictor of "x" on test labels x, x, y, y: F1_x = 2/3, F1_y = 0 -> 1/3
+    X = np.zeros((5, 1), dtype=np.float32)
+    y_test = np.array(["x", "x", "y", "y"], dtype=object)
+    f1 = quality._fold_score("classification", X, np.array(["x"] * 5, dtype=object), X[:4], y_test, 0)
+    assert f1 == pytest.approx(1 / 3)
+
+
+def test_discriminability_score_formula_and_bayes_optimal_case():
+    # 100 (1 - 2 mean |p - 0.5|): |p - 0.5| = (0, .25, .25, .5), mean 0.25 -> 50
+    assert quality.discriminability_score([0.5, 0.75, 0.25, 1.0]) == pytest.approx(50.0)
+    # real rows all have x = 0; half the synthetic rows x = 0, half x = 1 (plus a noise column). The best
+    # probabilities are p(x = 1) = 1 and p(x = 0) = (n/2) / (n + n/2) = 1/3, so the score is
+    # 100 (1 - 2 (1.5 n * 1/6 + 0.5 n * 1/2) / (2 n)) = 50; a good classifier gets close.
+    rng = np.random.default_rng(0)
+    n = 1000
+    real = np.c_[np.zeros(n), rng.random(n)].astype(np.float32)
+    synth = np.c_[np.repeat([0.0, 1.0], n // 2), rng.random(n)].astype(np.float32)
+    assert quality.discriminability(real, synth, np.arange(2 * n), seed=0) == pytest.approx(50.0, abs=5.0)
+
+
 def test_discriminability_identical_is_exactly_perfect():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(200, 3)).astype(np.float32)
@@ -161,10 +275,38 @@ def test_classification_scores_hand_computed():
     assert math.isnan(one["auc"][0]) and "one class" in one["auc"][1]
 
 
+def test_average_precision_and_auc_hand_computed():
+    classes = np.array(["a", "b"], dtype=object)
+    y = np.array(["b", "a", "b", "a"], dtype=object)
+    p_b = np.array([0.8, 0.7, 0.4, 0.1])
+    s = ml_efficacy.classification_scores(y, np.c_[1 - p_b, p_b], classes, positive="b")
+    # ranked: 0.8 (pos: precision 1, recall 1/2), 0.7 (neg), 0.4 (pos: precision 2/3, recall 1), 0.1 (neg)
+    assert s["ap"][0] == pytest.approx(0.5 * 1 + 0.5 * 2 / 3)
+    assert s["auc"][0] == pytest.approx(3 / 4)  # pairs pos > neg: 0.8 > 0.7, 0.8 > 0.1, 0.4 > 0.1
+
+
+def test_multiclass_macro_scores_hand_computed():
+    classes = np.array(["a", "b", "c"], dtype=object)
+    y = np.array(list("abcabc"), dtype=object)
+    proba = np.array([[.6, .3, .1], [.2, .5, .3], [.1, .6, .3], [.5, .4, .1], [.3, .2, .5], [.2, .1, .7]])
+    s = ml_efficacy.classification_scores(y, proba, classes, positive=None)
+    # predictions a, b, b, a, c, c: accuracy 4/6; F1 a = 1, b = 1/2 (tp 1, fp 1, fn 1), c = 1/2
+    assert s["accuracy"][0] == pytest.approx(4 / 6)
+    assert s["f1"][0] == pytest.approx((1 + 0.5 + 0.5) / 3)
+    # one-vs-rest AUC: a 1; b: positives (.5, .2) vs negatives (.3, .6, .4, .1) win 4 of 8 pairs; c: positives
+    # (.3, .7) vs (.1, .3, .1, .5) win 6.5 of 8 (a tie counts 1/2)
+    assert s["auc"][0] == pytest.approx((1 + 4 / 8 + 6.5 / 8) / 3)
+    # AP: a 1; b: .6 neg, .5 pos (P 1/2, R 1/2), .4, .3 neg, .2 pos (P 2/5, R 1) -> .45;
+    # c: .7 pos (P 1, R 1/2), .5 neg, the tie at .3 (one pos, one neg) -> P 2/4, R 1 -> .75
+    assert s["ap"][0] == pytest.approx((1 + 0.45 + 0.75) / 3)
+
+
 def test_regression_scores_hand_computed_and_constant_target():
     s = ml_efficacy.regression_scores(np.array([1.0, 2, 3]), np.array([1.0, 2, 4]))
     assert s["mae"][0] == pytest.approx(1 / 3)
     assert s["r2"][0] == pytest.approx(1 - 1 / 2)  # SSE 1, SST 2
+    # residuals (0, 0, -1): variance 1/3 - 1/9 = 2/9; target variance 2/3 -> EVS = 1 - (2/9) / (2/3) = 2/3
+    assert s["evs"][0] == pytest.approx(2 / 3)
     c = ml_efficacy.regression_scores(np.array([2.0, 2, 2]), np.array([1.0, 2, 3]))
     assert math.isnan(c["r2"][0]) and "constant" in c["r2"][1]
 

@@ -22,13 +22,23 @@ LEDGER = {"epsilon": 0.98, "target_epsilon": 1.0, "target_delta": 1e-5, "account
 @pytest.fixture(scope="module")
 def result(real, real_test):
     return evaluate(real, real.sample(frac=1.0, random_state=0), real_test=real_test, target="label",
-                    seeds=(0,), n_jobs=1, limits=Limits(per_column_rows=200, discriminator_rows=200))
+                    seeds=(0,), n_jobs=1, limits=Limits(per_column_rows=100, discriminator_rows=200))
 
 
 @pytest.fixture(scope="module")
 def report_path(result, tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("report") / "report.html"
-    write_report(path, result, ledger=LEDGER, extra_sections=[("Privacy risk", "<p id='risk'>risk section</p>")],
+    """The report with a ledger and the risk section rebuilt from a risk JSON (``--risk``)."""
+    from dpsynth.attacks.base import Estimate, Result
+    from dpsynth.attacks.risk import RiskResult
+    from dpsynth.evaluate.risk_section import risk_section
+
+    folder = tmp_path_factory.mktemp("report")
+    risk = RiskResult([Result(attack="density", kind="membership", value=0.3, ci=(0.1, 0.5), baseline=0.5,
+                              baseline_name="chance", metrics={"auc": Estimate(0.6, (0.5, 0.7))}, n_targets=100)],
+                      {}, {"n_train": 400, "n_synthetic": 400, "n_control": 200})
+    risk.to_json(folder / "risk.json")
+    path = folder / "report.html"
+    write_report(path, result, ledger=LEDGER, extra_sections=[risk_section(folder / "risk.json")],
                  title="Test <report>")
     return path
 
@@ -40,7 +50,7 @@ def test_report_is_self_contained_with_every_section(report_path):
                     "2-way PCA marginal", "Dimension-wise scatter plots", "Privacy risk", "All metrics"):
         assert section in text, section
     assert "mu_gdp" in text and "separation" in text
-    assert "<p id='risk'>risk section</p>" in text
+    assert "dpsynth-privacy-risk" in text and "<svg" in text  # the risk section, chart included
     assert not re.search(r"(src|href)=['\"]https?:", text)  # nothing fetched from the network
     assert len(re.findall(r"<img ", text)) >= 8
     assert all(src.startswith("data:image/png;base64,") for src in re.findall(r"<img [^>]*src='([^']+)'", text))
