@@ -1,10 +1,13 @@
 """Speed of the privacy-risk attacks on Adult (issue 6): prints a table, does not pass/fail.
 
-    python benchmarks/risk_speed.py [--workers 2] [--skip-shadow] [--preset fast|paper]
+    python benchmarks/risk_speed.py [--workers 2] [--skip-shadow] [--preset fast|paper] [--audit MODEL,...]
 
 1. ``assess_risk`` with the default (non-shadow) attacks: 32,561 training rows, a marginals release of the same
    size (epsilon 1), the 16,281-row test split as control, 1,000 targets. Budget: 3 minutes on 2 cores.
 2. The shadow-model (groundhog) attack, ``fast`` preset, generator = marginals at epsilon 1. Budget: 15 minutes.
+3. With ``--audit``: ``audit_model`` of each named model at epsilon 1 on 200 Adult rows, method "auto" (the
+   one-run audit, timed; then 200 in-out fits if they fit in 15 minutes); ``--audit-fast`` uses each model's
+   fast_params. No budget: the figures document what an audit costs.
 Timings on a shared machine are upper bounds: say so when you quote them.
 """
 
@@ -28,6 +31,8 @@ def main() -> None:
     ap.add_argument("--skip-shadow", action="store_true")
     ap.add_argument("--skip-default", action="store_true")
     ap.add_argument("--preset", default="fast", choices=["fast", "paper"])
+    ap.add_argument("--audit", default="", help="comma-separated models to audit (e.g. marginals,dp-tldm)")
+    ap.add_argument("--audit-fast", action="store_true", help="audit with each model's fast_params")
     args = ap.parse_args()
 
     import pandas as pd
@@ -57,6 +62,8 @@ def main() -> None:
                   f"  risk {r.value:.3f} [{r.ci[0]:.3f}, {r.ci[1]:.3f}]")
         rows.append((f"shadow groundhog, {args.preset} preset (marginals eps=1)", total, cpu,
                      900.0 if args.preset == "fast" else float("nan")))
+    for name in filter(None, args.audit.split(",")):
+        rows.append(_audit_row(name.strip(), train, sc, args.workers, args.audit_fast))
     print()
     print(f"{'task':55s} {'wall s':>8s} {'CPU s':>8s} {'CPU/2':>7s} {'budget':>7s}  within (wall / CPU/2)")
     for name, secs, cpu, budget in rows:
@@ -64,6 +71,21 @@ def main() -> None:
         print(f"{name:55s} {secs:8.1f} {cpu:8.1f} {cpu / 2:7.1f} {budget:7.0f}  {ok[0]} / {ok[1]}")
     print(f"(workers: {args.workers}; wall-clock on a machine shared with other jobs; CPU/2 = CPU seconds spread "
           "over 2 cores, the uncontended estimate)")
+
+
+def _audit_row(name: str, data, schema, workers: int, fast: bool) -> tuple[str, float, float, float]:
+    from dpsynth.attacks import LocalExecutor, audit_model
+    from dpsynth.models import get_model_class
+
+    params = dict(getattr(get_model_class(name), "fast_params", None) or {}) if fast else {}
+    t0, c0 = time.perf_counter(), _cpu()
+    audit = audit_model(name, data, epsilon=1.0, delta=1e-5, params=params, schema=schema,
+                        executor=LocalExecutor(workers), seed=0)
+    total, cpu = time.perf_counter() - t0, _cpu() - c0
+    print(audit)
+    print(f"  {audit.notes}")
+    return (f"audit {name}{' (fast_params)' if fast else ''}: {audit.mode}, {audit.n_fits} fit(s)", total, cpu,
+            float("nan"))
 
 
 if __name__ == "__main__":

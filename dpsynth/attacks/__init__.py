@@ -6,7 +6,8 @@
   :class:`ClosestDistanceL2`, :class:`DensityMIA`, :class:`GanLeaksMIA`, shadow-model
   :class:`GroundhogAttack`), attribute inference (:class:`LinearRegressionAttributeAttack`,
   :class:`NearestNeighbourAttributeAttack`), :class:`SinglingOutRisk`, :class:`LinkabilityRisk` (anonymeter);
-- audit: :func:`audit_model` -> :class:`ModelAudit` (eps lower bound next to the ledger's epsilon);
+- audit: :func:`audit_model` -> :class:`ModelAudit` (eps lower bound next to the ledger's epsilon, in-out over
+  many fits or one-run with tagged canaries, and a verdict that says when the audit could not detect a violation);
 - executors for the parallel parts: :class:`LocalExecutor` (default, 2 processes), :class:`SequentialExecutor`.
 
 Names are imported lazily so ``import dpsynth.attacks`` stays cheap.

@@ -22,10 +22,28 @@ over the control set (Giomi et al. 2023).</dd>
 <dt>Privacy gain</dt><dd>Seed 002: (P_real &minus; P_fake)/2. Membership: 0.25 = the attacker is at chance,
 0 = the synthetic data reveals membership as well as the raw data. Attribute inference: 0 = the synthetic data
 lets the attacker infer the secret as well as the raw data.</dd>
-<dt>Intervals</dt><dd>95% (Wilson for rates, Hanley-McNeil for AUC). A risk whose interval includes 0 is
-not evidence of leakage; it is not proof of safety either.</dd>
+<dt>Intervals</dt><dd>{level} confidence (Wilson for rates, Hanley-McNeil for AUC, bootstrap over test rows
+for the attribute attack's P_real, P_fake and privacy gain) unless a column says otherwise: membership TPR and
+FPR intervals are at {rate_level} each, so that the advantage interval built from both holds at {level}. A risk
+whose interval includes 0 is not evidence of leakage; it is not proof of safety either.</dd>
 </dl>
 """
+
+
+def _pct(level: float) -> str:
+    return f"{100.0 * level:.3g}%"
+
+
+def _confidence(rr: RiskResult) -> float:
+    levels = {r.confidence for r in rr.results}
+    return levels.pop() if len(levels) == 1 else float(rr.settings.get("confidence", 0.95))
+
+
+def _ci_cell(est, digits: int = 2) -> str:
+    """`` [lo, hi]`` in small type (the level is in the column header)."""
+    if est is None or est.ci is None:
+        return ""
+    return f" <small>[{_fmt(est.ci[0], digits)}, {_fmt(est.ci[1], digits)}]</small>"
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -60,12 +78,14 @@ def _chart(results) -> str:
 
 
 def _summary_table(rr: RiskResult) -> str:
-    head = ("<tr><th>attack</th><th>kind</th><th>risk</th><th>95% CI</th><th>baseline</th><th>targets</th>"
-            "<th>notes</th></tr>")
+    level = _confidence(rr)
+    head = (f"<tr><th>attack</th><th>kind</th><th>risk</th><th>{_pct(level)} CI</th><th>baseline</th>"
+            "<th>targets</th><th>notes</th></tr>")
     rows = []
     for r in rr.results:
+        other = "" if abs(r.confidence - level) < 1e-9 else f" <small>{_pct(r.confidence)}</small>"
         rows.append(f"<tr><td>{html.escape(r.attack)}</td><td>{r.kind}</td><td>{_fmt(r.value)}</td>"
-                    f"<td>[{_fmt(r.ci[0])}, {_fmt(r.ci[1])}]</td>"
+                    f"<td>[{_fmt(r.ci[0])}, {_fmt(r.ci[1])}]{other}</td>"
                     f"<td title=\"{html.escape(r.baseline_name)}\">{_fmt(r.baseline)}</td><td>{r.n_targets}</td>"
                     f"<td>{html.escape(r.notes)}</td></tr>")
     return f'<table class="dpsynth-risk">{head}{"".join(rows)}</table>'
@@ -76,13 +96,18 @@ def _membership_table(rr: RiskResult) -> str:
     if not mia:
         return ""
     cols = ("accuracy", "tpr", "fpr", "auc", "advantage", "privacy_gain")
-    head = "<tr><th>attack</th>" + "".join(f"<th>{c}</th>" for c in cols) + "</tr>"
+
+    def header(c: str) -> str:  # the level of each column's intervals (TPR / FPR: per-rate sqrt(level))
+        levels = {(r.metrics[c].level or r.confidence) for r in mia if c in r.metrics and r.metrics[c].ci is not None}
+        return f"<th>{c} <small>({_pct(levels.pop())} CI)</small></th>" if len(levels) == 1 else f"<th>{c}</th>"
+
+    head = "<tr><th>attack</th>" + "".join(header(c) for c in cols) + "</tr>"
     body = []
     for r in mia:
         cells = []
         for c in cols:
             est = r.metrics.get(c)
-            ci = "" if est is None or est.ci is None else f" <small>[{_fmt(est.ci[0], 2)}, {_fmt(est.ci[1], 2)}]</small>"
+            ci = _ci_cell(est)
             cells.append(f"<td>{_fmt(None if est is None else est.value)}{ci}</td>")
         body.append(f"<tr><td>{html.escape(r.attack)}</td>{''.join(cells)}</tr>")
     return f'<h4>Membership inference</h4><table class="dpsynth-risk">{head}{"".join(body)}</table>'
@@ -92,25 +117,29 @@ def _attribute_table(rr: RiskResult) -> str:
     rows = [r for r in rr.results if r.kind == "attribute" and "privacy_gain" in r.metrics]
     if not rows:
         return ""
-    body = "".join(f"<tr><td>{html.escape(r.attack)}</td><td>{_fmt(r.metric('p_real'))}</td>"
-                   f"<td>{_fmt(r.metric('p_fake'))}</td><td>{_fmt(r.metric('privacy_gain'))}</td></tr>" for r in rows)
-    return ("<h4>Attribute inference (seed 002)</h4><table class=\"dpsynth-risk\"><tr><th>attack</th><th>P_real</th>"
-            f"<th>P_fake</th><th>privacy gain</th></tr>{body}</table>")
+    cells = lambda r, m: f"<td>{_fmt(r.metric(m))}{_ci_cell(r.metrics.get(m), 3)}</td>"
+    body = "".join(f"<tr><td>{html.escape(r.attack)}</td>{cells(r, 'p_real')}{cells(r, 'p_fake')}"
+                   f"{cells(r, 'privacy_gain')}</tr>" for r in rows)
+    level = _pct(_confidence(rr))
+    return (f"<h4>Attribute inference (seed 002; {level} CI)</h4><table class=\"dpsynth-risk\"><tr><th>attack</th>"
+            f"<th>P_real</th><th>P_fake</th><th>privacy gain</th></tr>{body}</table>")
 
 
 def risk_section(rr: RiskResult) -> str:
     worst = rr.worst()
     lead = ("<p>No attack ran.</p>" if worst is None else
             f"<p>Highest risk: <b>{html.escape(worst.attack)}</b> = {_fmt(worst.value)} "
-            f"(95% CI {_fmt(worst.ci[0])}&ndash;{_fmt(worst.ci[1])}). "
+            f"({_pct(worst.confidence)} CI {_fmt(worst.ci[0])}&ndash;{_fmt(worst.ci[1])}). "
             f"{len(rr.results)} attacks on {rr.settings.get('n_train', '?')} training rows, "
             f"{rr.settings.get('n_synthetic', '?')} synthetic rows, {rr.settings.get('n_control', 0)} control rows.</p>")
+    level = _confidence(rr)
+    definitions = _DEFINITIONS.format(level=_pct(level), rate_level=_pct(math.sqrt(level)))
     skipped = ""
     if rr.skipped:
         items = "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in rr.skipped.items())
         skipped = f"<h4>Skipped</h4><ul>{items}</ul>"
     return (f'<section class="dpsynth-privacy-risk">{lead}{_chart(rr.results)}'
-            f"{_summary_table(rr)}{_membership_table(rr)}{_attribute_table(rr)}{skipped}{_DEFINITIONS}</section>")
+            f"{_summary_table(rr)}{_membership_table(rr)}{_attribute_table(rr)}{skipped}{definitions}</section>")
 
 
 def standalone_page(title: str, sections: list[tuple[str, str]]) -> str:

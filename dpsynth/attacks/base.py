@@ -5,7 +5,9 @@ baseline it is compared with (chance accuracy for membership, the random-guess a
 anonymeter attacks) and every secondary metric as an :class:`Estimate`. Membership results share one
 metric set, built by :func:`membership_result` from the attack's decisions and scores on held-out targets:
 
-- accuracy, TPR, FPR (Wilson intervals), AUC (Hanley-McNeil), advantage TPR - FPR;
+- accuracy (Wilson interval at ``confidence``), TPR and FPR (Wilson intervals at sqrt(confidence) each, recorded
+  in their ``Estimate.level``), AUC (Hanley-McNeil), advantage TPR - FPR (from the TPR and FPR intervals: it
+  holds when both do, so at >= ``confidence`` on independent members and non-members);
 - privacy gain (seed 002 §4.2.2): (1 - P_fake)/2, P_fake the attack's average probability of the correct
   label (its 0/1 decision when it has no calibrated probability);
 - relative risk (seed 004 eq. 1 with tau_control = 0.5 for membership): the headline ``value``.
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy.stats import norm
 
 from dpsynth.attacks.stats import auc_interval, auc_score, privacy_gain, wilson_interval
 from dpsynth.errors import InputError
@@ -31,13 +34,17 @@ KINDS = ("membership", "attribute", "singling_out", "linkability")
 
 @dataclass(frozen=True)
 class Estimate:
-    """A number with an optional confidence interval (lo, hi)."""
+    """A number with an optional confidence interval (lo, hi) and its level (None: the result's confidence)."""
 
     value: float
     ci: tuple[float, float] | None = None
+    level: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": _num(self.value), "ci": None if self.ci is None else [_num(self.ci[0]), _num(self.ci[1])]}
+        out = {"value": _num(self.value), "ci": None if self.ci is None else [_num(self.ci[0]), _num(self.ci[1])]}
+        if self.level is not None:
+            out["level"] = float(self.level)
+        return out
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,8 @@ class Attack(ABC):
 
 
 def fit_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
-    """Threshold t maximising the accuracy of ``score >= t`` (labels 1 = member); ties -> the lowest t."""
+    """Threshold t maximising the accuracy of ``score >= t`` (labels 1 = member); ties -> the highest t (the
+    fewest "member" guesses, the conservative choice; ``inf`` when guessing no member is best)."""
     scores = np.asarray(scores, dtype=float)
     labels = np.asarray(labels).astype(bool)
     order = np.argsort(-scores, kind="mergesort")
@@ -108,6 +116,7 @@ def fit_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
     # a cut is only valid between distinct scores
     valid = np.ones(len(s) + 1, dtype=bool)
     valid[1:-1] = s[:-1] != s[1:]
+    # argmax takes the first maximum: the fewest items above the cut, i.e. the highest threshold
     best = int(np.argmax(np.where(valid, correct, -1)))
     if best == 0:
         return float(np.inf)
@@ -167,7 +176,8 @@ def membership_result(
         if p is None:
             p_ci = acc_ci
         else:
-            half = 1.959963984540054 * float(p.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
+            z = float(norm.ppf(0.5 + confidence / 2.0))
+            half = z * float(p.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
             p_ci = (max(0.0, p_fake - half), min(1.0, p_fake + half))
     else:
         g = np.asarray(clusters)
@@ -179,8 +189,8 @@ def membership_result(
     rr, rr_ci = 2.0 * acc - 1.0, (2.0 * acc_ci[0] - 1.0, 2.0 * acc_ci[1] - 1.0)  # seed 004, tau_control = 0.5
     metrics = {
         "accuracy": Estimate(acc, acc_ci),
-        "tpr": Estimate(tpr, tpr_ci),
-        "fpr": Estimate(fpr, fpr_ci),
+        "tpr": Estimate(tpr, tpr_ci, level),  # per-rate level sqrt(confidence): the advantage's joint interval
+        "fpr": Estimate(fpr, fpr_ci, level),  # (both rates covered) then holds at >= confidence
         "auc": Estimate(auc, auc_interval(auc, n_pos_eff, n_neg_eff, confidence=confidence)),
         "advantage": Estimate(tpr - fpr, (tpr_ci[0] - fpr_ci[1], tpr_ci[1] - fpr_ci[0])),
         "privacy_gain": Estimate(privacy_gain(p_fake), (privacy_gain(p_ci[1]), privacy_gain(p_ci[0]))),

@@ -4,8 +4,9 @@
   :func:`~dpsynth.attacks.risk.assess_risk`. TRAIN may be a bundled dataset name ("adult"): its test split is
   then the control set unless ``--control`` is given. ``--model`` (+ ``--epsilon``, ``--param``) names the
   generator for the shadow attack (``--attacks all`` or ``shadow_groundhog``), ``--fast`` / ``--paper`` its size.
-- ``dpsynth audit MODEL-SPEC [--data adult] [--epsilon 1] [--fits 200] [--json F]``:
-  :func:`~dpsynth.attacks.audit.audit_model`; exit code 1 when eps_LB exceeds the ledger's epsilon.
+- ``dpsynth audit MODEL-SPEC [--data adult] [--epsilon 1] [--method auto|in-out|one-run] [--fits 200] [--json F]``:
+  :func:`~dpsynth.attacks.audit.audit_model`; exit code 1 when eps_LB exceeds the ledger's epsilon, 3 when the
+  audit has no power (its largest achievable eps_LB is below the claim, or the canary is not new), else 0.
 """
 
 from __future__ import annotations
@@ -56,15 +57,27 @@ def add_parsers(subparsers) -> None:
     _executor_args(p)
     p.set_defaults(func=run_attack)
 
-    p = subparsers.add_parser("audit", help="empirical epsilon lower bound of a model (canary in/out over fits)")
+    p = subparsers.add_parser(
+        "audit", help="empirical epsilon lower bound of a model (canaries; exit 1: exceeds, 3: audit has no power)")
     p.add_argument("model", metavar="MODEL-SPEC", help="MODEL or MODEL:key=value,... (e.g. marginals)")
     p.add_argument("--data", default="adult", help="population to draw the small base table from (default adult)")
-    p.add_argument("--schema", help="public schema file (default: the dataset's, else inferred from base + canary)")
+    p.add_argument("--schema", help="public schema file (default: the dataset's, else one the audit declares)")
     p.add_argument("--epsilon", type=_eps, default=1.0)
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--rows", type=int, default=200, help="rows of the base table D0 (default 200)")
-    p.add_argument("--fits", type=int, default=200, help="model fits, half with the canary (default 200)")
-    p.add_argument("--mode", choices=["in-out", "one-run"], default="in-out")
+    p.add_argument("--method", "--mode", dest="method", choices=["auto", "in-out", "one-run"], default="auto",
+                   help="in-out: --fits fits, half with a canary (marginals: ~0.5 s a fit); one-run: ONE fit with "
+                        "--canaries tagged canaries (deep models: 0.5-3 min); auto (default): one-run, then in-out "
+                        "too (and reported) if its timed fit says --fits fits take at most --budget minutes")
+    p.add_argument("--fits", type=int, default=200, help="in-out: model fits, half with the canary (default 200)")
+    p.add_argument("--attack", choices=["auto", "novelty", "hamming"], default="auto",
+                   help="in-out: 'auto' picks the strongest score on half the fits; a pre-registered one uses all")
+    p.add_argument("--canaries", type=int, default=100, help="one-run: tagged canaries (default 100)")
+    p.add_argument("--guesses", type=int, help="one-run: 'in' guesses (default canaries / 5)")
+    p.add_argument("--synthetic", type=int, default=20_000, help="one-run: synthetic rows scored (default 20000)")
+    p.add_argument("--budget", type=float, default=15.0, help="auto: minutes allowed for in-out (default 15)")
+    p.add_argument("--fast", action="store_true",
+                   help="use the model's small fast_params (a quick check of the code path, not of the release setup)")
     p.add_argument("--alpha", type=float, default=0.05, help="1 - confidence of the lower bound")
     p.add_argument("--json", help="write the audit as JSON here")
     _executor_args(p)
@@ -130,35 +143,42 @@ def run_attack(args) -> int:
 
 
 def write_risk_report(result, path: str, *, title: str) -> None:
-    """The evaluation report with only the risk section (a minimal page if the report builder is absent)."""
-    from dpsynth._io import atomic_write_text
+    """The evaluation report's page holding only the risk section (same style, render check and atomic write)."""
+    from dpsynth.evaluate.report import write_report
 
-    section = [("Privacy risk", result.to_html_section())]
-    try:
-        from dpsynth.evaluate.report import build_report
-
-        html = build_report(None, extra_sections=section, title=title)
-    except (ImportError, NotImplementedError, TypeError, AttributeError, InputError):
-        html = None
-    if not isinstance(html, str):
-        from dpsynth.attacks._html import standalone_page
-
-        html = standalone_page(title, section)
-    atomic_write_text(path, html)
+    write_report(path, None, extra_sections=[("Privacy risk", result.to_html_section())], title=title)
 
 
 def run_audit(args) -> int:
-    from dpsynth.attacks.audit import audit_model
+    import logging
+
+    from dpsynth.attacks.audit import audit_model, parse_model_spec
     from dpsynth.datasets import load_table
 
     data, _, bundled_schema, _ = load_table(args.data)
-    audit = audit_model(args.model, data, epsilon=args.epsilon, delta=args.delta, schema=_schema(args.schema) or bundled_schema,
-                        n_rows=args.rows, n_fits=args.fits, mode=args.mode, alpha=args.alpha,
-                        executor=_executor(args), progress=not args.quiet, seed=args.seed)
+    params = {}
+    if args.fast:
+        from dpsynth.models import get_model_class
+
+        params = dict(getattr(get_model_class(parse_model_spec(args.model)[0]), "fast_params", None) or {})
+    log = logging.getLogger("dpsynth.attacks.audit")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("dpsynth: %(message)s"))
+    if not args.quiet:  # the time estimate and the chosen method
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+    try:
+        audit = audit_model(args.model, data, epsilon=args.epsilon, delta=args.delta, params=params,
+                            schema=_schema(args.schema) or bundled_schema, n_rows=args.rows, mode=args.method,
+                            n_fits=args.fits, attack=args.attack, n_canaries=args.canaries, n_guesses=args.guesses,
+                            n_synthetic=args.synthetic, budget_seconds=60.0 * args.budget, alpha=args.alpha,
+                            executor=_executor(args), progress=not args.quiet, seed=args.seed)
+    finally:
+        log.removeHandler(handler)
     print(audit)
     if args.json:
         from dpsynth._io import atomic_write_text
 
         atomic_write_text(args.json, json.dumps(audit.to_dict(), indent=2) + "\n")
         print(f"dpsynth: wrote {args.json}", file=sys.stderr)
-    return 0 if audit.passed else 1
+    return {"exceeds": 1, "no-power": 3}.get(audit.verdict, 0)

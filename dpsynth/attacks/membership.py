@@ -34,6 +34,8 @@ __all__ = [
     "DensityMIA",
     "GanLeaksMIA",
     "ScoreMembershipAttack",
+    "density_scores",
+    "log_density_ratio",
     "nearest_hamming",
     "nearest_l2",
 ]
@@ -148,20 +150,9 @@ class DensityMIA(ScoreMembershipAttack):
         self.n_components, self.max_kde_rows = n_components, max_kde_rows
 
     def _scores(self, encoder: TableEncoder, targets: pd.DataFrame) -> np.ndarray:
-        rng = np.random.default_rng(None if self.seed is None else self.seed + 1)
-        syn = encoder.numeric_matrix(_subsample(self.synthetic, self.max_kde_rows, rng))
-        mean = syn.mean(axis=0)
-        _, sv, vt = np.linalg.svd(syn - mean, full_matrices=False)
-        keep = min(self.n_components, int((sv > 1e-6 * max(sv.max(), 1e-12)).sum()))
-        if keep == 0:
-            raise InputError("The synthetic data has no variation: a density attack is not possible.")
-        basis = vt[:keep].T
-        project = lambda m: ((m - mean) @ basis).T
-        log_p = _kde(project(syn)).logpdf(project(encoder.numeric_matrix(targets)))
-        if self.reference is not None and len(self.reference) > keep + 1:
-            ref = encoder.numeric_matrix(_subsample(self.reference, self.max_kde_rows, rng))
-            log_p = log_p - _kde(project(ref)).logpdf(project(encoder.numeric_matrix(targets)))
-        return log_p
+        return density_scores(encoder, self.synthetic, targets, reference=self.reference,
+                              n_components=self.n_components, max_rows=self.max_kde_rows,
+                              seed=None if self.seed is None else self.seed + 1)
 
 
 class GanLeaksMIA(ScoreMembershipAttack):
@@ -175,6 +166,37 @@ class GanLeaksMIA(ScoreMembershipAttack):
         if self.reference is not None and len(self.reference) > 0:
             score = score + nearest_l2(x, encoder.numeric_matrix(self.reference))
         return score
+
+
+def density_scores(encoder: TableEncoder, synthetic: pd.DataFrame, targets: pd.DataFrame, *,
+                   reference: pd.DataFrame | None = None, n_components: int = 8, max_rows: int = 50_000,
+                   seed: int | None = None) -> np.ndarray:
+    """log p_syn(x) - log p_ref(x) (log p_syn(x) without reference): Gaussian KDEs in a PCA space of the synthetic
+    data (at most ``n_components`` axes, ``max_rows`` rows per density)."""
+    rng = np.random.default_rng(seed)
+    syn = encoder.numeric_matrix(_subsample(synthetic, max_rows, rng))
+    ref = None
+    if reference is not None:
+        ref = encoder.numeric_matrix(_subsample(reference, max_rows, rng))
+    return log_density_ratio(syn, encoder.numeric_matrix(targets), ref, n_components=n_components)
+
+
+def log_density_ratio(syn: np.ndarray, targets: np.ndarray, ref: np.ndarray | None = None, *,
+                      n_components: int = 8, select_bandwidth: bool = True) -> np.ndarray:
+    """:func:`density_scores` on encoded matrices (the PCA basis is the synthetic data's). Without
+    ``select_bandwidth`` the KDEs use Scott's rule (one fit instead of seven: the audit scores hundreds of fits)."""
+    mean = syn.mean(axis=0)
+    _, sv, vt = np.linalg.svd(syn - mean, full_matrices=False)
+    keep = min(n_components, int((sv > 1e-6 * max(sv.max(initial=0.0), 1e-12)).sum()))
+    if keep == 0:
+        raise InputError("The synthetic data has no variation: a density attack is not possible.")
+    basis = vt[:keep].T
+    project = lambda m: ((m - mean) @ basis).T
+    kde = _kde if select_bandwidth else _scott_kde
+    log_p = kde(project(syn)).logpdf(project(targets))
+    if ref is not None and len(ref) > keep + 1:
+        log_p = log_p - kde(project(ref)).logpdf(project(targets))
+    return log_p
 
 
 def _subsample(df: pd.DataFrame, n: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -195,6 +217,11 @@ def _kde(points: np.ndarray, *, seed: int = 0) -> gaussian_kde:
         if ll > best_ll:
             best, best_ll = factor, ll
     return gaussian_kde(points, bw_method=best)
+
+
+def _scott_kde(points: np.ndarray, *, seed: int = 0) -> gaussian_kde:
+    rng = np.random.default_rng(seed)
+    return gaussian_kde(points + rng.normal(scale=1e-4, size=points.shape))  # jitter: invertible covariance
 
 
 _BANDWIDTHS = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8)

@@ -17,7 +17,8 @@ linkability                             anonymeter linkability of two halves of 
 shadow_groundhog           generator    Stadler's shadow-model attack (3 feature sets; ``attacks="all"``)
 ========================== ============ =====================================================================
 
-"default" runs every attack but the shadow one; "all" adds it when a generator is given. Membership
+"default" runs every attack but the shadow one; "all" adds it when a generator is given (without one it is
+listed in ``skipped`` with the reason). Membership
 attacks need non-members: ``control`` rows from the same population that were *not* used for training (seed
 004 §3.5); without them they are skipped (reported in ``skipped``). The default attacks run in parallel
 through the executor (2 local processes unless told otherwise).
@@ -115,7 +116,7 @@ class RiskResult:
     def from_dict(cls, data: dict[str, Any]) -> RiskResult:
         def est(d):
             return Estimate(float("nan") if d["value"] is None else float(d["value"]),
-                            None if d["ci"] is None else tuple(d["ci"]))
+                            None if d["ci"] is None else tuple(d["ci"]), d.get("level"))
 
         results = [Result(attack=d["attack"], kind=d["kind"], value=d["value"], ci=tuple(d["ci"]),
                           baseline=d["baseline"], baseline_name=d["baseline_name"],
@@ -173,6 +174,8 @@ def assess_risk(
         raise InputError(f"sensitive must be a column of the data. Found {sensitive!r}.")
 
     skipped: dict[str, str] = {}
+    if attacks == "all" and generator is None:  # say so: "all" must not quietly mean "default"
+        skipped["shadow_groundhog"] = "needs a generator (give generator=..., or --model on the command line)"
     tasks, rng = [], np.random.default_rng(seed)
     mia = _membership_split(real_train, control, n_targets, rng) if control is not None else None
     for name in names:

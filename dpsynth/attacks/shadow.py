@@ -101,8 +101,9 @@ class ModelFactory:
         except TypeError as exc:
             raise InputError(f"Bad hyper-parameter for model '{self.model}': {exc}.") from exc
 
-    def fit(self, train_df: pd.DataFrame, seed: int | None):
-        return self.build().fit(train_df, epsilon=self.epsilon, delta=self.delta, schema=self.schema, seed=seed)
+    def fit(self, train_df: pd.DataFrame, seed: int | None, *, progress: bool = False):
+        return self.build().fit(train_df, epsilon=self.epsilon, delta=self.delta, schema=self.schema, seed=seed,
+                                progress=progress)
 
     def __call__(self, train_df: pd.DataFrame, seed: int | None = None, *, n: int | None = None) -> pd.DataFrame:
         model = self.fit(train_df, seed)
@@ -113,14 +114,20 @@ class ModelFactory:
         return f"ModelFactory({self.model!r}, epsilon={self.epsilon}, delta={self.delta}{kw})"
 
 
-def call_generator(generator: Callable[..., pd.DataFrame], train_df: pd.DataFrame, seed: int, n: int) -> pd.DataFrame:
-    """Call a generator with ``n=`` when it accepts it; check it returned at least ``n`` rows."""
+def call_generator(generator: Callable[..., pd.DataFrame], train_df: pd.DataFrame, seed: int, n: int, *,
+                   schema: Any = None) -> pd.DataFrame:
+    """Call a generator with ``n=`` when it accepts it (and ``schema=`` when given and it names that argument);
+    check it returned at least ``n`` rows."""
     try:
         params = inspect.signature(generator).parameters
         takes_n = "n" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+        takes_schema = schema is not None and "schema" in params
     except (TypeError, ValueError):
-        takes_n = False
-    out = generator(train_df, seed, n=n) if takes_n else generator(train_df, seed)
+        takes_n = takes_schema = False
+    kwargs: dict[str, Any] = {"n": n} if takes_n else {}
+    if takes_schema:
+        kwargs["schema"] = schema
+    out = generator(train_df, seed, **kwargs)
     if not isinstance(out, pd.DataFrame) or len(out) < n:
         got = len(out) if isinstance(out, pd.DataFrame) else type(out).__name__
         raise InputError(f"The generator must return a DataFrame with at least {n} rows. Found {got}.")

@@ -34,15 +34,21 @@ def test_attack_command_writes_json_and_report(adult, tmp_path, capsys):
     assert "Privacy risk" in (tmp_path / "r.html").read_text()
 
 
-def test_audit_command(tmp_path, capsys):
-    code = _run(["audit", "marginals", "--epsilon", "inf", "--delta", "0", "--fits", "40", "--rows", "100",
-                 "--sequential", "--quiet", "--json", str(tmp_path / "a.json")])
-    assert code == 0
-    assert "eps_LB" in capsys.readouterr().out
-    assert json.loads((tmp_path / "a.json").read_text())["passed"] is True
+def test_audit_command_says_when_it_cannot_detect_a_violation(tmp_path, capsys):
+    # 8 fits judged 2 + 2: no attack can refute epsilon = 1, so the verdict is "no power" (exit 3), not "consistent"
+    code = _run(["audit", "marginals", "--epsilon", "1", "--method", "in-out", "--fits", "8", "--rows", "100",
+                 "--sequential", "--json", str(tmp_path / "a.json")])
+    assert code == 3
+    captured = capsys.readouterr()
+    assert "cannot detect a violation at this size: max achievable eps_LB = 0.000 < epsilon" in captured.out
+    assert "audit in-out: 8 fits" in captured.err  # the plan is logged unless --quiet
+    data = json.loads((tmp_path / "a.json").read_text())
+    assert data["verdict"] == "no-power" and data["passed"] is True and data["has_power"] is False
 
 
 def test_cli_registers_subcommands():
     cli = pytest.importorskip("dpsynth.cli")
     parser = cli.build_parser()
-    assert parser.parse_args(["audit", "marginals"]).func is command.run_audit
+    args = parser.parse_args(["audit", "marginals"])
+    assert args.func is command.run_audit and args.method == "auto" and args.fits == 200
+    assert parser.parse_args(["audit", "dp-tldm", "--mode", "one-run"]).method == "one-run"  # old spelling

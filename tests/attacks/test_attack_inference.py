@@ -88,3 +88,38 @@ def test_linear_regression_needs_numeric(parts):
     train, control, _ = parts
     with pytest.raises(InputError, match="numeric sensitive"):
         LinearRegressionAttributeAttack(train, train, sensitive="income")
+
+
+def _gaussian_frame(n: int, noise: float, rng: np.random.Generator) -> pd.DataFrame:
+    x = rng.uniform(0.0, 10.0, n)
+    return pd.DataFrame({"x": x, "y": 2.0 * x + rng.normal(scale=noise, size=n)})
+
+
+def test_linear_regression_intervals_cover_the_known_privacy_gain():
+    """Real data y = 2x + N(0, 1), x ~ U(0, 10); a least-squares model N(b0 + b1 x, s^2) puts mass
+    P(|N(b0 + b1 x - 2x, 1 + s^2)| <= h/2) on the cell of width h around a test row's y, so the averages the
+    intervals are about (over test rows, for the two fitted models) are known exactly. The synthetic data has
+    noise N(0, 2^2). The 95% intervals must cover the truth in most of 40 repetitions with fresh test rows (a point
+    estimate or a too narrow interval fails) and be short enough to say something."""
+    from scipy.stats import norm
+
+    h, rng = 1.0, np.random.default_rng(0)
+    train, synthetic = _gaussian_frame(5000, 1.0, rng), _gaussian_frame(5000, 2.0, rng)
+    x = np.linspace(0.0, 10.0, 10_001)
+
+    def expected_p(model: GaussianLinearModel) -> float:
+        bias, s = model.beta[0] + (model.beta[1] - 2.0) * x, np.sqrt(1.0 + model.sigma ** 2)
+        return float(np.mean(norm.cdf((h / 2 - bias) / s) - norm.cdf((-h / 2 - bias) / s)))
+
+    p_real, p_fake = expected_p(GaussianLinearModel(train, "y")), expected_p(GaussianLinearModel(synthetic, "y"))
+    truth = {"p_real": p_real, "p_fake": p_fake, "privacy_gain": (p_real - p_fake) / 2}
+    covered = {k: 0 for k in truth}
+    for rep in range(40):
+        control = _gaussian_frame(300, 1.0, rng)
+        r = LinearRegressionAttributeAttack(train, synthetic, sensitive="y", control=control, n_targets=300,
+                                            resolution=h, seed=rep).evaluate()
+        for k, v in truth.items():
+            lo, hi = r.metrics[k].ci
+            covered[k] += lo <= v <= hi
+            assert lo <= r.metric(k) <= hi and hi - lo < 0.06
+    assert all(c >= 34 for c in covered.values()), covered  # expected 38 of 40; P(< 34) ~ 1e-3 if well calibrated

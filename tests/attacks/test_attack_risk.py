@@ -99,3 +99,26 @@ def test_shadow_attack_through_assess_risk(data):
                      executor="sequential", n_targets=50)
     assert {r.attack for r in rr.results} == {f"shadow_groundhog_{f}" for f in ("naive", "histogram", "correlation")}
     assert all(r.kind == "membership" for r in rr.results)
+
+
+def test_all_without_generator_records_the_skipped_shadow_attack(data, monkeypatch):
+    from dpsynth.attacks import risk
+
+    ran = []
+    monkeypatch.setattr(risk, "_run_task", lambda task: (ran.append(task[0]), (None, 0.0, "not run here"))[1])
+    train, control = data
+    rr = assess_risk(train, train, control=control, attacks="all", n_targets=10, executor="sequential")
+    assert "generator" in rr.skipped["shadow_groundhog"] and set(ran) == set(DEFAULT_ATTACKS)
+
+
+def test_html_labels_intervals_with_their_level(data):
+    train, control = data
+    rr = assess_risk(train.iloc[:400], train.iloc[:400], control=control.iloc[:400], n_targets=50,
+                     attacks=["closest_distance_l2", "attribute_linear_regression"], executor="sequential",
+                     confidence=0.9)
+    html = rr.to_html_section()
+    assert "95%" not in html and "90% CI" in html
+    assert "tpr <small>(94.9% CI)</small>" in html  # per-rate level sqrt(0.9), so the advantage holds at 90%
+    back = RiskResult.from_dict(json.loads(rr.to_json()))
+    assert back["closest_distance_l2"].metrics["tpr"].level == pytest.approx(0.9 ** 0.5)
+    assert back["attribute_linear_regression"].metrics["privacy_gain"].ci is not None

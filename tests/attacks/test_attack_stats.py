@@ -86,6 +86,27 @@ def test_auc_with_ties_matches_sklearn():
     assert auc_score(y, s) == pytest.approx(roc_auc_score(y, s))
 
 
+def test_fit_threshold_breaks_ties_towards_the_highest_threshold():
+    # cuts above 4 and above 2 are both 75% accurate: the docstring promises the higher one (fewer "member" guesses)
+    scores = np.array([4.0, 3.0, 2.0, 1.0])
+    labels = np.array([1, 0, 1, 0], bool)
+    assert fit_threshold(scores, labels) == 4.0
+    assert fit_threshold(np.array([1.0, 2.0]), np.array([0, 0], bool)) == np.inf  # no member: guess none
+
+
+def test_membership_intervals_use_the_stated_level():
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 400).astype(bool)
+    p = rng.uniform(size=400)
+    for level in (0.8, 0.95, 0.99):
+        r = membership_result("x", labels, labels, p.astype(float), p_correct=p, confidence=level)
+        half = norm.ppf(0.5 + level / 2) * p.std(ddof=1) / np.sqrt(400)
+        assert r.metrics["p_fake"].ci == pytest.approx((p.mean() - half, p.mean() + half))
+        assert r.metrics["tpr"].level == pytest.approx(np.sqrt(level)) and r.metrics["accuracy"].level is None
+
+
 def test_fit_threshold_maximises_accuracy():
     scores = np.array([5.0, 4.0, 3.0, 3.0, 2.0, 1.0])
     labels = np.array([1, 1, 0, 1, 0, 0], bool)
