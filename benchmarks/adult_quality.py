@@ -32,6 +32,22 @@ seeds 0,1,2, 2 threads; real data: XGBoost accuracy 0.875, AUC 0.929)::
 (dp-tldm fit time from an idle machine; 78-192 s with another job on the cores.) Without ``match_marginals``
 (``--param match_marginals=false``) DP-TLDM at epsilon 1 had the same XGBoost AUC (0.870 ± 0.004) but tvd1
 0.057 and tvd2 0.110.
+
+Same command on 2026-11-23, when the machine ran 2.5-3.7x slower than the day before (Opacus itself ran at a
+quarter of its earlier throughput in benchmarks/dpsgd_throughput.py), so read fit/sample times as upper bounds::
+
+    model        eps  fit_s      sample_s  xgb_acc        xgb_auc        lr_auc         tvd1           tvd2
+    dp-tldm      1    247 ± 18   0.72      0.821 ± 0.004  0.864 ± 0.002  0.842 ± 0.014  0.021 ± 0.002  0.065 ± 0.002
+    dp-auto-gan  1    123 ± 2    0.27      0.820 ± 0.000  0.867 ± 0.007  0.856 ± 0.003  0.021 ± 0.002  0.070 ± 0.002
+    marginals    1    0.65       0.10      0.762 ± 0.000  0.510 ± 0.007  0.501 ± 0.036  0.006 ± 0.001  0.075 ± 0.001
+    dp-tldm      inf  46 ± 5     0.72      0.849 ± 0.002  0.902 ± 0.003  0.897 ± 0.002  0.005 ± 0.000  0.033 ± 0.001
+    dp-auto-gan  inf  44 ± 2     0.31      0.817 ± 0.005  0.862 ± 0.009  0.866 ± 0.020  0.020 ± 0.008  0.073 ± 0.017
+
+Critic loss of DP-auto-GAN at epsilon 1 (``--models dp-auto-gan --epsilon 1 --param critic_loss=wgan-gp``,
+same day, 3 seeds): the seed paper's Wasserstein critic with gradient penalty reached XGBoost AUC
+0.742 ± 0.111 (seeds: 0.862, 0.642, 0.722), LR AUC 0.720 ± 0.065, tvd1 0.073, tvd2 0.270 in 164 ± 15 s, against
+0.867 ± 0.007, 0.856, 0.021, 0.070 for the default BCE critic above: under DP noise the Wasserstein critic's
+unbounded scores make the generator's signal erratic from seed to seed, which is why BCE is the default.
 """
 
 from __future__ import annotations
@@ -135,7 +151,7 @@ def run_one(model_name: str, train: pd.DataFrame, test: pd.DataFrame, *, epsilon
     t0 = time.perf_counter()
     synth = model.sample(rows, seed=seed + 1000)
     sample_s = time.perf_counter() - t0
-    res = {"fit_s": fit_s, "sample_s": sample_s, "epsilon": model.ledger_.epsilon()}
+    res = {"fit_s": fit_s, "sample_s": sample_s, "spent_eps": model.ledger_.epsilon()}
     res.update(utility(synth, test, seed=seed))
     res.update(marginal_tvd(train, synth))
     return res
@@ -152,7 +168,7 @@ def _schema(train: pd.DataFrame):
 
 
 COLUMNS = ["fit_s", "sample_s", "xgb_acc", "xgb_auc", "xgb_f1", "lr_acc", "lr_auc", "lr_f1", "tvd1", "tvd2",
-           "epsilon"]
+           "spent_eps"]
 
 
 def _fmt(values: list[float]) -> str:
@@ -195,7 +211,7 @@ def main(argv: list[str] | None = None) -> None:
 
     real = utility(train, test)
     print(f"real data ({len(train)} rows): " + ", ".join(f"{k} {v:.3f}" for k, v in real.items()), flush=True)
-    header = "| model | epsilon | " + " | ".join(COLUMNS) + " |"
+    header = "| model | target_eps | " + " | ".join(COLUMNS) + " |"
     rows_out = []
     for model_name, eps in itertools.product(models, epsilons):
         if model_name not in registered:

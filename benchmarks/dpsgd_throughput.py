@@ -15,20 +15,26 @@ Opacus computes per-sample gradients with layer hooks in one backward pass; a lo
 gradient (the WGAN-GP penalty) cannot be clipped per example that way, so Opacus' row for (c) is step (b) — a
 cheaper and weaker step (marked *).
 
-Measured 2026-11-22 on the idle 2-core CPU (load average < 1), torch 2.13, opacus 1.6.0:
-``python benchmarks/dpsgd_throughput.py --repeats 3 --threads 2 --examples 4096``
+Measured 2026-11-23 on the 2-core CPU (load average < 1 at the start, nothing else running), torch 2.13,
+opacus 1.6.0: ``python benchmarks/dpsgd_throughput.py --repeats 3 --threads 2``
 
     model    batch | dpsynth ex/s opacus ex/s ratio | dpsynth ex/cpu-s opacus ex/cpu-s ratio | dpsynth MB opacus MB
-    mlp         64 |        14705        8550  1.72 |             7359            4281  1.72 |       44.7      43.2
-    mlp        256 |        15304        8113  1.89 |             7702            4075  1.89 |       60.9     193.4
-    mlp       1024 |        15573        7060  2.21 |             7837            3686  2.13 |       65.2     531.5
-    wgan-gp     64 |         3771       12208  0.31 |             1972            6124  0.32 |      113.1      41.1  *
-    wgan-gp    256 |         4522        6859  0.66 |             2267            3442  0.66 |      145.9     192.7  *
-    wgan-gp   1024 |         5453        7796  0.70 |             2730            4046  0.67 |      171.3     532.0  *
+    mlp         64 |         4557        2275  2.00 |             2289            1143  2.00 |       44.9      56.2
+    mlp        256 |         4862        2057  2.36 |             2433            1054  2.31 |       60.7     140.2
+    mlp       1024 |         5244        1983  2.64 |             2635            1112  2.37 |       58.9     535.0
+    wgan        64 |         5077        4808  1.06 |             2552            2412  1.06 |       35.1      54.7
+    wgan       256 |         5237        2005  2.61 |             2731            1027  2.66 |       66.2     140.2
+    wgan      1024 |         5976        2189  2.73 |             2991            1216  2.46 |       76.1     537.4
+    wgan-gp     64 |          990        3659  0.27 |              499            1848  0.27 |      136.2      55.0  *
+    wgan-gp    256 |         1379        2153  0.64 |              698            1097  0.64 |      139.5     193.9  *
+    wgan-gp   1024 |         1529        2039  0.75 |              772            1126  0.69 |      179.7     537.1  *
 
-(*) Opacus' row is the real term only (it cannot clip the penalty per example): not the same step. An earlier
-run on the shared machine (load average 8-14, ``--threads 1``) gave MLP ratios 1.24 / 1.84 / 2.82: small batches
-suffer most from contention; quote idle-machine figures.
+The ``wgan`` rows are the like-for-like GAN comparison (the same critic step in both libraries). (*) Opacus' row
+is the real term only (it cannot clip the penalty per example): not the same step. Absolute rates vary between
+days on this virtual machine (the same command on 2026-11-22 gave 14.7k-15.6k MLP ex/s for dpsynth and 7.1k-8.6k
+for Opacus, ratios 1.72 / 1.89 / 2.21); the ratios, measured in one interleaved run, are the comparison. An
+earlier run on the shared machine (load average 8-14, ``--threads 1``) gave MLP ratios 1.24 / 1.84 / 2.82: small
+batches suffer most from contention.
 """
 
 from __future__ import annotations
