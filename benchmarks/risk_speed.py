@@ -9,6 +9,18 @@
    one-run audit, timed; then 200 in-out fits if they fit in 15 minutes); ``--audit-fast`` uses each model's
    fast_params. No budget: the figures document what an audit costs.
 Timings on a shared machine are upper bounds: say so when you quote them.
+
+Measured 2026-11-23 (``--audit marginals,dp-tldm --audit-fast``, 2 workers, a day the VM ran 2.5-3.7x slower than
+the one before; peak RSS 0.9 GB)::
+
+    task                                                 wall s   CPU s   budget
+    assess_risk default attacks (Adult, 1000 targets)      93.1   127.2      180
+    shadow groundhog, fast preset (marginals eps=1)       235.8   269.9      900
+    audit marginals (fast_params): in-out, 200 fits        40.1    70.0        -
+    audit dp-tldm (fast_params): one-run, 1 fit            41.7    42.8        -
+
+Slowest default attacks: anonymeter's multivariate singling out (65 s) and the nearest-neighbour attribute
+attack (33 s). Both audits: eps_LB 0.000, consistent with the ledger's 1.0 (max achievable 2.6 and 1.8).
 """
 
 from __future__ import annotations

@@ -335,6 +335,9 @@ def _cmd_demo(args) -> int:
     written = [f for f in ("model.dpsynth", "synthetic.csv", "ledger.json", "evaluation.json", "risk.json",
                            "report.html") if (out / f).exists()]
     print(f"dpsynth demo: wrote {', '.join(str(out / f) for f in written)}", file=sys.stderr)
+    if "report.html" in written:
+        print(f"dpsynth demo: open {out / 'report.html'} in a browser to see the ledger, utility and risk on one page",
+              file=sys.stderr)
     return 0
 
 

@@ -11,6 +11,7 @@ given. User mistakes raise :class:`~dpsynth.errors.InputError`.
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -190,11 +191,51 @@ def demo_report(train: pd.DataFrame, synthetic: pd.DataFrame, *, test: pd.DataFr
     result = evaluate(train, synthetic, real_test=test, schema=schema, target=target, progress=progress)
     atomic_write_text(out / "evaluation.json", result.to_json())
     sections: list[tuple[str, str]] = []
+    risk_result = None
     if risk:
         from dpsynth.attacks import assess_risk
 
         risk_result = assess_risk(train, synthetic, control=test, progress=progress)
         atomic_write_text(out / "risk.json", risk_result.to_json())
         sections.append(("Privacy risk", risk_result.to_html_section()))
-    return write_report(out / "report.html", result, ledger=ledger, extra_sections=sections,
+    page = write_report(out / "report.html", result, ledger=ledger, extra_sections=sections,
                         title="dpsynth demo: Adult")
+    for line in headline(result, risk_result):
+        print(line)
+    return page
+
+
+def headline(result, risk_result=None) -> list[str]:
+    """The few numbers a reader looks at first, as lines of text: XGBoost trained on synthetic and tested on
+    real data (beside the same model trained on real data), resemblance and discriminability (beside the
+    real-vs-real floor), and the highest-risk attack with its interval. Missing or undefined values are
+    skipped, never printed as NaN."""
+
+    def get(metric: str, subject: str = "(all)") -> float | None:
+        try:
+            v = result.value(metric, subject)
+        except KeyError:
+            return None
+        return None if math.isnan(v) else v
+
+    lines = []
+    parts = []
+    for name, label in (("auc", "AUC"), ("accuracy", "accuracy")):
+        syn, real = get(f"ml_efficacy.{name}.synthetic", "xgb"), get(f"ml_efficacy.{name}.real", "xgb")
+        if syn is not None:
+            parts.append(f"{label} {syn:.3f}" + ("" if real is None else f" (trained on real: {real:.3f})"))
+    if parts:
+        lines.append("utility: XGBoost trained on synthetic, tested on real: " + ", ".join(parts))
+    res, disc, floor = (get("quality.resemblance"), get("quality.discriminability"),
+                        get("quality.discriminability.real_vs_real"))
+    if res is not None or disc is not None:
+        text = [] if res is None else [f"resemblance {res:.0f}/100"]
+        if disc is not None:
+            text.append(f"discriminability {disc:.0f}/100" + ("" if floor is None else f" (real vs real: {floor:.0f})"))
+        lines.append("similarity: " + ", ".join(text))
+    scored = [] if risk_result is None else [r for r in risk_result.results if not math.isnan(r.value)]
+    if scored:
+        worst = max(scored, key=lambda r: r.value)
+        lines.append(f"risk: highest is {worst.attack} ({worst.kind}) {worst.value:.3f} "
+                     f"[{worst.ci[0]:.3f}, {worst.ci[1]:.3f}]; baseline: {worst.baseline_name} {worst.baseline:.3f}")
+    return lines

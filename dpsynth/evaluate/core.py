@@ -144,7 +144,8 @@ def evaluate(
         seeds: model seeds for ML efficacy (spread = std over them); the first seeds every subsample.
         limits: row caps for the expensive parts (:class:`Limits`); performance only.
         n_jobs: worker processes for the model fits (each fit is single-threaded); performance only.
-        progress: log one line per group at INFO level (``logging`` logger ``dpsynth.evaluate``).
+        progress: a progress bar over the metric groups (stderr) and one line per group at INFO level
+            (``logging`` logger ``dpsynth.evaluate``).
 
     Returns:
         :class:`~dpsynth.evaluate.result.EvaluationResult`: ``.table`` with columns metric, subject, value,
@@ -167,16 +168,23 @@ def evaluate(
     rows: list[Row] = []
     figures: dict[str, Any] = {}
     timings: dict[str, float] = {}
-    for group in _groups(metrics):
+    import logging
+
+    from tqdm.auto import tqdm
+
+    log = logging.getLogger("dpsynth.evaluate")
+    groups = list(_groups(metrics))
+    bar = tqdm(groups, desc="evaluate", disable=not progress, leave=False)
+    for group in bar:
+        bar.set_postfix_str(group)
         start = time.perf_counter()
         group_rows, group_figures = _run_group(group, ctx)
         timings[group] = round(time.perf_counter() - start, 3)
         rows += group_rows
         figures.update(group_figures)
         if progress:
-            import logging
-
-            logging.getLogger("dpsynth.evaluate").info("%s: %d rows in %.1f s", group, len(group_rows), timings[group])
+            log.info("%s: %d rows in %.1f s", group, len(group_rows), timings[group])
+    bar.close()
     info = {"columns": columns, "kinds": ctx.kinds, "target": target, "seeds": list(seeds),
             "n_real": len(real), "n_synthetic": len(ctx.synthetic),
             "n_real_test": None if real_test is None else len(real_test),

@@ -154,3 +154,29 @@ def test_attack_report_is_the_evaluation_page_with_only_the_risk_section(tmp_pat
     assert "render-status" in text and "dpsynth-privacy-risk" in text  # not the standalone fallback page
     page = build_report(None, ledger={"epsilon": 1.0}, extra_sections=[("Risk", "<p>r</p>")])
     assert "Privacy ledger" in page and "<p>r</p>" in page and "Summary" not in page
+
+
+def test_headline_reports_utility_beside_real_and_the_worst_finite_risk():
+    """The demo's summary lines: known values in, the same numbers out; undefined values are left out."""
+    import math
+
+    from dpsynth.attacks.base import Result
+    from dpsynth.attacks.risk import RiskResult
+    from dpsynth.evaluate.result import EvaluationResult, Row
+
+    rows = [Row("ml_efficacy.auc.synthetic", "xgb", 0.861, 0.0, 3, ""),
+            Row("ml_efficacy.auc.real", "xgb", 0.925, 0.0, 3, ""),
+            Row("ml_efficacy.accuracy.synthetic", "xgb", math.nan, math.nan, 3, "one class"),
+            Row("quality.resemblance", "(all)", 93.2, math.nan, 1, ""),
+            Row("quality.discriminability", "(all)", 31.6, math.nan, 1, ""),
+            Row("quality.discriminability.real_vs_real", "(all)", 99.4, math.nan, 1, "")]
+    risks = RiskResult([Result("a", "membership", 0.02, (0.0, 0.05), 0.5, "chance"),
+                        Result("b", "singling_out", 0.08, (0.05, 0.12), 0.03, "random guess"),
+                        Result("c", "linkability", math.nan, (math.nan, math.nan), 0.0, "none")])
+    lines = command.headline(EvaluationResult.from_rows(rows), risks)
+    assert lines == [
+        "utility: XGBoost trained on synthetic, tested on real: AUC 0.861 (trained on real: 0.925)",
+        "similarity: resemblance 93/100, discriminability 32/100 (real vs real: 99)",
+        "risk: highest is b (singling_out) 0.080 [0.050, 0.120]; baseline: random guess 0.030",
+    ]
+    assert command.headline(EvaluationResult.from_rows([])) == []
