@@ -16,6 +16,21 @@ their model fits (``Limits``) and scale linearly. The Adult run is what the 2-mi
 real 32,561 vs synthetic 32,561 rows, official test split, target income, default settings (2 workers),
 plus writing the HTML report. Wall times on a shared machine are upper bounds (the load average is printed);
 the CPU time of the Adult run divided by 2 estimates the wall time on 2 idle cores.
+
+Measured 2026-11-23 (``python benchmarks/eval_speed.py``; 2 cores, load average 1.1 at start, a day the VM ran
+2.5-3.7x slower than the one before)::
+
+    group                 10,000 rows         100,000 rows        1,000,000 rows
+                          s    peak/data MB   s    peak/data MB   s    peak/data MB
+    similarity            1.7  218/143        3.6  294/208        33.0   928/681
+    unsupervised          2.9  234/141        5.4  417/208        30.2  1087/679
+    quality              30.6  429/140       37.2  487/208        71.1   948/672
+    dimwise_prediction   14.2  372/141       14.4  426/210        16.1   904/679
+    ml_efficacy          27.7  290/141       (trains on all rows: Adult size only)
+
+The cheap groups grow about linearly past 100k rows (x10 rows: similarity x9, unsupervised x6); quality and
+dimwise prediction are dominated by their capped model fits, so they grow slowly. Adult run: evaluate 75.5 s
++ report 7.2 s = 82.7 s wall, 151 CPU-s, peak main 477 MB, largest worker 413 MB (targets: 120 s, 2 GB).
 """
 
 from __future__ import annotations
