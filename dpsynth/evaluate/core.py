@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -9,10 +10,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from dpsynth.errors import InputError
 from dpsynth.evaluate._prep import Encoder, capped_order, check_frames, infer_kinds, row_keys
 from dpsynth.evaluate.result import EvaluationResult, Row
+
+_LOG = logging.getLogger("dpsynth.evaluate")
 
 __all__ = ["GROUPS", "Limits", "Context", "evaluate"]
 
@@ -168,11 +172,6 @@ def evaluate(
     rows: list[Row] = []
     figures: dict[str, Any] = {}
     timings: dict[str, float] = {}
-    import logging
-
-    from tqdm.auto import tqdm
-
-    log = logging.getLogger("dpsynth.evaluate")
     groups = list(_groups(metrics))
     bar = tqdm(groups, desc="evaluate", disable=not progress, leave=False)
     for group in bar:
@@ -183,7 +182,7 @@ def evaluate(
         rows += group_rows
         figures.update(group_figures)
         if progress:
-            log.info("%s: %d rows in %.1f s", group, len(group_rows), timings[group])
+            _LOG.info("%s: %d rows in %.1f s", group, len(group_rows), timings[group])
     bar.close()
     info = {"columns": columns, "kinds": ctx.kinds, "target": target, "seeds": list(seeds),
             "n_real": len(real), "n_synthetic": len(ctx.synthetic),
