@@ -30,6 +30,7 @@ __all__ = [
     "get_model_class",
     "load_model",
     "assess_risk",
+    "evaluate",
 ]
 
 # Imported on first use so that ``import dpsynth`` stays light (no torch, no scikit-learn).
@@ -42,8 +43,11 @@ _LAZY = {
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
+    import importlib
 
+    if name == "evaluate":
+        # the callable module dpsynth.evaluate: dpsynth.evaluate(real, synthetic, ...) and dpsynth.evaluate.write_report
+        return importlib.import_module("dpsynth.evaluate")
+    if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'dpsynth' has no attribute {name!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -194,3 +195,18 @@ def test_deep_models_fit_sample_info_through_the_cli(name, small_csv, tmp_path, 
     assert main(["fit", str(small_csv), "--model", name, "--epsilon", "1", "--param", "no_such_knob=1", "--out",
                  str(tmp_path / "x.dpsynth"), "--quiet"]) == 2
     assert not (tmp_path / "x.dpsynth").exists()
+
+
+def test_readme_python_api_names_resolve_from_a_bare_import():
+    """Every ``dpsynth.NAME`` the README's Python API section uses works after a plain ``import dpsynth``
+    (a fresh interpreter, so no other test has imported the submodules first)."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("## Python API", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    names = sorted(set(re.findall(r"\bdpsynth\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)", block)))
+    assert "evaluate.write_report" in names and "assess_risk" in names
+    code = "import dpsynth, operator\n" + "".join(
+        f"operator.attrgetter({n!r})(dpsynth)\n" for n in names)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
