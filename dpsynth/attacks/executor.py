@@ -2,7 +2,7 @@
 
 An executor is any object with ``map(fn, items, *, desc="", progress=False) -> list`` that returns
 ``[fn(x) for x in items]`` in order. Two are built in: :class:`LocalExecutor` (worker processes through
-``concurrent.futures``; the default, 2 workers because the reference machine has 2 cores) and
+joblib's loky backend; the default, 2 workers because the reference machine has 2 cores) and
 :class:`SequentialExecutor` (in-process, for debugging and tiny jobs). Cluster executors (Dask, Ray) only
 need the same ``map``. Executors are performance settings: they never change a result (each job carries
 its own seed).
@@ -10,10 +10,8 @@ its own seed).
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Protocol, runtime_checkable
 
 from dpsynth.errors import InputError
@@ -62,32 +60,40 @@ def _init_worker() -> None:
         pass
 
 
-class LocalExecutor:
-    """Worker processes on this machine (``concurrent.futures.ProcessPoolExecutor``, 'spawn' start method).
+def _indexed(fn: Callable[[Any], Any], i: int, x: Any) -> tuple[int, Any]:
+    """Run one job in a worker; the index lets results arriving in any order go back to their place."""
+    _init_worker()
+    return i, fn(x)
 
-    ``fn`` and the items must be picklable (module-level functions, plain data, factories such as
-    :class:`~dpsynth.attacks.shadow.ModelFactory`). With ``max_workers=1`` jobs run in-process. 'spawn' (safe
-    with torch's threads) re-imports the calling script in each worker: scripts need the usual
-    ``if __name__ == "__main__":`` guard.
+
+class LocalExecutor:
+    """Worker processes on this machine (joblib's loky backend, the one :func:`dpsynth.evaluate` uses).
+
+    loky starts fresh interpreters (safe with torch's threads) and, unlike multiprocessing's 'spawn', does not
+    re-run the calling script in each worker: a script without an ``if __name__ == "__main__":`` guard works
+    (multiprocessing re-ran such a script's top level in every worker, which then died: BrokenProcessPool).
+    ``fn`` and the items must be picklable by cloudpickle. With ``max_workers=1`` jobs run in-process. Each
+    worker runs one torch / BLAS thread: the workers already use every core they were given.
     """
 
-    def __init__(self, max_workers: int = DEFAULT_WORKERS, *, start_method: str = "spawn") -> None:
+    def __init__(self, max_workers: int = DEFAULT_WORKERS) -> None:
         if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
             raise InputError(f"max_workers must be a positive integer. Found {max_workers!r}.")
-        self.max_workers, self.start_method = max_workers, start_method
+        self.max_workers = max_workers
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "", progress: bool = False) -> list[Any]:
         items = list(items)
         if self.max_workers == 1 or len(items) <= 1:
             return SequentialExecutor().map(fn, items, desc=desc, progress=progress)
+        from joblib import Parallel, delayed
+
         out: list[Any] = [None] * len(items)
-        ctx = mp.get_context(self.start_method)
-        with ProcessPoolExecutor(self.max_workers, mp_context=ctx, initializer=_init_worker) as pool:
-            futures = {pool.submit(fn, x): i for i, x in enumerate(items)}
-            with _bar(len(items), desc, progress) as bar:
-                for fut in as_completed(futures):
-                    out[futures[fut]] = fut.result()
-                    bar.update(1)
+        parallel = Parallel(n_jobs=min(self.max_workers, len(items)), backend="loky",
+                            return_as="generator_unordered")
+        with _bar(len(items), desc, progress) as bar:
+            for i, value in parallel(delayed(_indexed)(fn, i, x) for i, x in enumerate(items)):
+                out[i] = value
+                bar.update(1)
         return out
 
     def __repr__(self) -> str:

@@ -88,3 +88,29 @@ def test_executors_keep_order():
         get_executor("cluster")
     with pytest.raises(InputError, match="max_workers"):
         LocalExecutor(0)
+
+
+def test_local_executor_keeps_order_when_jobs_finish_out_of_order():
+    items = [0.4, 0.0, 0.2, 0.0]  # the first job sleeps longest, so results arrive out of order
+    assert LocalExecutor(2).map(_sleep_then_echo, items) == items
+
+
+def _sleep_then_echo(x: float) -> float:
+    import time
+
+    time.sleep(x)
+    return x
+
+
+def test_local_executor_works_from_a_script_without_a_main_guard(tmp_path):
+    """The README's API example pasted into a file has no ``if __name__ == "__main__":`` guard; worker
+    processes must not re-run it (with multiprocessing 'spawn' they did, and died: BrokenProcessPool)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text("import math\nfrom dpsynth.attacks import LocalExecutor\nprint('top level')\n"
+                      "print(LocalExecutor(2).map(math.sqrt, [4.0, 9.0, 16.0]))\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == ["top level", "[2.0, 3.0, 4.0]"]
