@@ -40,6 +40,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     ev.add_argument("--json", required=True, metavar="OUT_JSON", help="where to write the metric table (JSON)")
     ev.add_argument("--report", metavar="OUT_HTML", help="where to write the HTML report")
     ev.add_argument("--risk", metavar="RISK_JSON", help=_RISK_HELP + " (needs --report)")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=run_evaluate)
     rp = subparsers.add_parser("report", help="write the HTML report of a saved evaluation and/or risk JSON")
     rp.add_argument("--json", metavar="EVAL_JSON", help="output of dpsynth evaluate --json")
@@ -139,8 +140,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
     ledger = load_ledger(args.model)  # read before the long evaluation so a bad file fails fast
     metrics = "all" if args.metrics == "all" else [m.strip() for m in args.metrics.split(",") if m.strip()]
     result = evaluate(real, synthetic, real_test=test, schema=schema, target=target, metrics=metrics,
-                      seeds=_int_list(args.seeds, "--seeds"), n_jobs=args.jobs)
+                      seeds=_int_list(args.seeds, "--seeds"), n_jobs=args.jobs, progress=not args.quiet)
     atomic_write_text(args.json, result.to_json())
+    for line in headline(result):
+        print(line)
     print(f"wrote {args.json} ({len(result.table)} metric rows)")
     if args.report:
         write_report(args.report, result, ledger=ledger, extra_sections=sections,

@@ -47,6 +47,9 @@ def test_cli_evaluate_then_report(files, tmp_path, capsys):
                  str(files["test"]), "--target", "label", "--metrics", "similarity,ml_efficacy", "--seeds", "0",
                  "--jobs", "1", "--json", str(out_json), "--report", str(out_html), "--risk", str(risk)])
     assert code == 0
+    captured = capsys.readouterr()
+    assert "utility: XGBoost trained on synthetic, tested on real: AUC" in captured.out  # the headline
+    assert "evaluate" in captured.err  # the progress bar (stderr)
     data = json.loads(out_json.read_text())
     metrics = {r["metric"] for r in data["table"]}
     assert "similarity.jsd" in metrics and "ml_efficacy.auc.diff" in metrics
@@ -55,6 +58,10 @@ def test_cli_evaluate_then_report(files, tmp_path, capsys):
     again = tmp_path / "again.html"
     assert main(["report", "--json", str(out_json), "--report", str(again), "--risk", str(risk)]) == 0
     assert "Summary" in again.read_text() and "dpsynth-privacy-risk" in again.read_text()
+    capsys.readouterr()
+    assert main(["evaluate", "--real", str(files["real"]), "--synthetic", str(files["synth"]), "--metrics",
+                 "similarity", "--json", str(tmp_path / "quiet.json"), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_cli_user_errors_exit_2_with_one_line(files, tmp_path, capsys):
