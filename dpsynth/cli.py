@@ -330,8 +330,10 @@ def _cmd_demo(args) -> int:
         print("dpsynth demo: evaluation is not installed (pip install 'dpsynth[eval]'); skipping the report",
               file=sys.stderr)
     else:
-        demo_report(train, synth, test=test, schema=schema, model_path=out / "model.dpsynth", out=out,
-                    risk=not args.no_risk, progress=not args.quiet)
+        _, lines = demo_report(train, synth, test=test, schema=schema, model_path=out / "model.dpsynth", out=out,
+                               risk=not args.no_risk, progress=not args.quiet)
+        for line in lines:
+            print(line)
     written = [f for f in ("model.dpsynth", "synthetic.csv", "ledger.json", "evaluation.json", "risk.json",
                            "report.html") if (out / f).exists()]
     print(f"dpsynth demo: wrote {', '.join(str(out / f) for f in written)}", file=sys.stderr)

@@ -160,6 +160,8 @@ def test_demo_writes_model_csv_ledger_evaluation_risk_and_report(tmp_path):
     out = tmp_path / "demo"
     result = _run("demo", "--model", "marginals", "--rows", "3000", "--out", str(out), "--quiet")
     assert result.returncode == 0, result.stderr
+    assert "utility: XGBoost trained on synthetic, tested on real: AUC" in result.stdout  # the headline lines
+    assert "risk: highest is" in result.stdout
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["model.dpsynth", "synthetic.csv", "ledger.json", "evaluation.json", "risk.json", "report.html"])
     synth = pd.read_csv(out / "synthetic.csv")

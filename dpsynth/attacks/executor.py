@@ -72,7 +72,8 @@ class LocalExecutor:
     loky starts fresh interpreters (safe with torch's threads) and, unlike multiprocessing's 'spawn', does not
     re-run the calling script in each worker: a script without an ``if __name__ == "__main__":`` guard works
     (multiprocessing re-ran such a script's top level in every worker, which then died: BrokenProcessPool).
-    ``fn`` and the items must be picklable by cloudpickle. With ``max_workers=1`` jobs run in-process. Each
+    ``fn`` and the items are serialised by joblib to reach the workers (our own jobs between our own processes;
+    model files never go this way: they are safetensors + JSON). With ``max_workers=1`` jobs run in-process. Each
     worker runs one torch / BLAS thread: the workers already use every core they were given.
     """
 

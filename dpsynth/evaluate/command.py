@@ -178,8 +178,9 @@ def _load_evaluation(json_path: str):
 
 def demo_report(train: pd.DataFrame, synthetic: pd.DataFrame, *, test: pd.DataFrame | None = None, schema=None,
                 model_path: str | Path | None = None, out: str | Path = ".", risk: bool = True,
-                progress: bool = False) -> Path:
-    """Evaluate and write ``out/evaluation.json`` and ``out/report.html`` (used by ``dpsynth demo``).
+                progress: bool = False) -> tuple[Path, list[str]]:
+    """Evaluate and write ``out/evaluation.json`` and ``out/report.html`` (used by ``dpsynth demo``); returns
+    the report's path and the :func:`headline` lines for the caller to show.
 
     With ``risk=True`` the default privacy attacks (:func:`dpsynth.attacks.assess_risk`) also run, with ``test``
     as the control rows (same population, not used for training); their JSON goes to ``out/risk.json`` and
@@ -203,9 +204,7 @@ def demo_report(train: pd.DataFrame, synthetic: pd.DataFrame, *, test: pd.DataFr
         sections.append(("Privacy risk", risk_result.to_html_section()))
     page = write_report(out / "report.html", result, ledger=ledger, extra_sections=sections,
                         title="dpsynth demo: Adult")
-    for line in headline(result, risk_result):
-        print(line)
-    return page
+    return page, headline(result, risk_result)
 
 
 def headline(result, risk_result=None) -> list[str]:
