@@ -21,7 +21,8 @@ Accounting (neighbouring relation: add/remove one record, which here replaces on
 
 Guarantees (tests in tests/privacy/test_sanitizer.py): each sanitized row is clip(row) + noise with
 ||clip(row)|| <= C; the noise is N(0, (2C sigma)^2); every sanitized step is charged to the ledger before the
-hook releases anything, and the hook refuses to run without a charged step.
+hook releases anything, and the hook refuses to run without a charged step; the privacy settings (C, sigma,
+B, N_d) are read-only once the allowance is charged.
 """
 
 from __future__ import annotations
@@ -73,10 +74,12 @@ class GradientSanitizer:
             raise InputError(f"batch_size must be an integer >= 1. Found {batch_size!r}.")
         if isinstance(n_shards, bool) or not isinstance(n_shards, int) or n_shards < 1:
             raise InputError(f"n_shards must be an integer >= 1. Found {n_shards!r}.")
-        self.max_grad_norm = float(max_grad_norm)
-        self.noise_multiplier = float(noise_multiplier)
-        self.batch_size = batch_size
-        self.n_shards = n_shards
+        # the privacy settings are what the ledger is charged for below: read-only from here on, so a caller
+        # cannot lower the noise after the event was recorded (properties without setters)
+        self._max_grad_norm = float(max_grad_norm)
+        self._noise_multiplier = float(noise_multiplier)
+        self._batch_size = batch_size
+        self._n_shards = n_shards
         self.generator = generator
         self.max_steps = max_steps
         self.ledger = ledger
@@ -94,6 +97,22 @@ class GradientSanitizer:
         )
         self._pending = False
         self._steps = 0
+
+    @property
+    def max_grad_norm(self) -> float:
+        return self._max_grad_norm
+
+    @property
+    def noise_multiplier(self) -> float:
+        return self._noise_multiplier
+
+    @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
+    @property
+    def n_shards(self) -> int:
+        return self._n_shards
 
     @property
     def sensitivity_per_row(self) -> float:

@@ -68,13 +68,24 @@ def test_clipping_bound_without_noise():
     san, _ = _san(batch=32, c=0.3, target=1e9)
     monkey = torch.Generator().manual_seed(0)
     next(san.steps())
-    san.noise_multiplier = 1e-12  # isolate the clipping (noise std ~ 0)
     g = torch.randn(32, 5, generator=monkey) * torch.logspace(-3, 2, 32).unsqueeze(1)
     out = san.sanitize(g)
-    norms = out.norm(dim=1)
-    assert torch.all(norms <= 0.3 + 1e-5)
+    # replay the sanitizer's generator (seed 0: one shard draw, then the noise) to isolate the clipped rows
+    replay = torch.Generator().manual_seed(0)
+    torch.randint(4, (1,), generator=replay)
+    clipped = out - torch.normal(0.0, san.noise_std, size=g.shape, generator=replay)
+    assert torch.all(clipped.norm(dim=1) <= 0.3 + 1e-4)
     small = g.norm(dim=1) <= 0.3
-    torch.testing.assert_close(out[small], g[small])
+    torch.testing.assert_close(clipped[small], g[small], atol=1e-5, rtol=1e-4)
+
+
+def test_privacy_settings_are_read_only_once_charged():
+    san, ledger = _san(sigma=2.0, c=0.5)
+    for name, value in (("noise_multiplier", 1e-12), ("max_grad_norm", 10.0), ("batch_size", 1), ("n_shards", 100)):
+        with pytest.raises(AttributeError):
+            setattr(san, name, value)
+    assert san.noise_multiplier == 2.0 and san.noise_std == 2.0
+    assert ledger.entries[0].params["noise_multiplier"] == 2.0
 
 
 def test_hook_refuses_uncharged_step_and_oversized_batch():
