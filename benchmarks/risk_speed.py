@@ -65,7 +65,7 @@ def main() -> None:
     sc = schema("adult")
     rows = []
     if not args.skip_default:
-        release = MarginalsSynthesizer().fit(train, epsilon=1.0, delta=1e-5, schema=sc, seed=0).sample(len(train), seed=1)
+        release = MarginalsSynthesizer().fit(train, epsilon=1.0, delta=1e-5, schema=sc, seed=0).sample(seed=1)
         t0, c0 = time.perf_counter(), _cpu()
         rr = assess_risk(train, release, control=test, executor=LocalExecutor(args.workers), seed=0)
         total, cpu = time.perf_counter() - t0, _cpu() - c0

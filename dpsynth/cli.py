@@ -109,7 +109,8 @@ def _add_fit(sub) -> None:
 def _add_sample(sub) -> None:
     p = sub.add_parser("sample", help="draw synthetic rows from a model file")
     p.add_argument("model_file")
-    p.add_argument("-n", type=int, required=True, help="number of rows")
+    p.add_argument("-n", type=int, default=None,
+                   help="number of rows (default: the model's DP row count; the exact private count would publish it)")
     p.add_argument("-o", "--out", required=True, help="file to write: .csv or .parquet")
     p.add_argument("--seed", type=int)
     p.set_defaults(func=_cmd_sample)
@@ -128,7 +129,7 @@ def _add_demo(sub) -> None:
     p.add_argument("--model", default=None, help=f"model name (default {DEMO_MODEL})")
     p.add_argument("--epsilon", type=_epsilon, default=1.0)
     p.add_argument("--delta", type=float, default=1e-5)
-    p.add_argument("--rows", type=int, default=None, help="rows to sample (default: as many as the train split)")
+    p.add_argument("--rows", type=int, default=None, help="rows to sample (default: the model's DP row count)")
     p.add_argument("--out", default="dpsynth-demo", help="output folder")
     p.add_argument("--seed", type=int, default=0, help="reproducible demo on public data (default 0)")
     p.add_argument("--no-risk", action="store_true", help="skip the privacy attacks (saves about a minute)")
@@ -320,7 +321,7 @@ def _cmd_demo(args) -> int:
     model = _fit_model(name, train, epsilon=args.epsilon, delta=args.delta, schema=schema, metadata_share=0.1,
                        params={}, seed=args.seed, progress=not args.quiet)
     model.save(out / "model.dpsynth")
-    synth = model.sample(args.rows or len(train), seed=args.seed)
+    synth = model.sample(args.rows, seed=args.seed)  # default: the DP row count, never len(train)
     write_table(synth, out / "synthetic.csv")
     atomic_write_text(out / "ledger.json", json.dumps(model.ledger_.to_dict(), indent=2) + "\n")
     print(model.ledger_)

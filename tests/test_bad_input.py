@@ -46,21 +46,26 @@ def test_bad_privacy_budget_is_refused_by_fit(epsilon, delta, message):
     assert "\n" not in str(info.value)
 
 
-def test_delta_above_one_over_n_is_warned_before_any_work():
+def test_delta_above_one_over_n_is_warned_from_the_dp_row_count():
     from dpsynth.models import get_model_class
 
-    mismatched = Schema((Column("not_there", "integer", lower=0, upper=1),))
-    # the schema mismatch stops the fit right after the budget check: the warning costs no training
-    with pytest.warns(UserWarning, match=r"delta=0\.1 is larger than 1/n = 0\.025"), pytest.raises(SchemaError):
-        get_model_class("marginals")().fit(_tiny(), epsilon=1.0, delta=0.1, schema=mismatched)
+    # 40 rows, delta 0.1 > 1/40: warned after the metadata phase, from the DP count (never from len(data), whose
+    # 1/n = 0.025 the message would then publish)
+    with pytest.warns(UserWarning, match=r"delta=0\.1 is larger than 1/n = .*\(n: the DP row count\)") as record:
+        model = get_model_class("marginals")().fit(_tiny(), epsilon=1.0, delta=0.1, schema=_schema(), seed=3)
+    message = next(str(w.message) for w in record if "1/n" in str(w.message))
+    assert f"{1 / model.metadata_.n_rows:.3g}" in message and "0.025 " not in message
 
 
 def test_value_outside_the_declared_categories_is_refused_at_fit():
     from dpsynth.models import get_model_class
 
     data = _tiny().assign(c=["a", "b", "zz", "a"] * 10)
-    with pytest.raises(SchemaError, match="1 value\\(s\\) outside the declared categories: 'zz'"):
+    with pytest.raises(SchemaError, match="outside the declared categories") as info:
         get_model_class("marginals")().fit(data, epsilon=1.0, delta=1e-5, schema=_schema())
+    assert "zz" not in str(info.value)  # a DP fit never quotes a private value
+    with pytest.raises(SchemaError, match="1 value\\(s\\) outside the declared categories: 'zz'"):
+        get_model_class("marginals")().fit(data, epsilon=math.inf, delta=1e-5, schema=_schema())
 
 
 def test_categories_unseen_in_training_are_sampled_only_from_the_declared_list():

@@ -85,7 +85,8 @@ class ShadowConfig:
 class ModelFactory:
     """Picklable generator built from a registered dpsynth model: fit on ``train_df``, sample ``n`` rows.
 
-    ``ModelFactory("marginals", epsilon=1.0, delta=1e-5, bins=16)``; ``n`` defaults to ``len(train_df)``.
+    ``ModelFactory("marginals", epsilon=1.0, delta=1e-5, bins=16)``; ``n`` defaults to the model's DP row count
+    (never ``len(train_df)``, which a DP release must not publish).
     """
 
     def __init__(self, model: str, *, epsilon: float, delta: float, schema: Any = None, **hyperparams: Any) -> None:
@@ -107,7 +108,7 @@ class ModelFactory:
 
     def __call__(self, train_df: pd.DataFrame, seed: int | None = None, *, n: int | None = None) -> pd.DataFrame:
         model = self.fit(train_df, seed)
-        return model.sample(len(train_df) if n is None else int(n), seed=None if seed is None else seed + 1)
+        return model.sample(None if n is None else int(n), seed=None if seed is None else seed + 1)
 
     def __repr__(self) -> str:
         kw = "".join(f", {k}={v!r}" for k, v in self.hyperparams.items())

@@ -74,7 +74,9 @@ _MIXED_ZERO_SHARE = 0.10  # noisy share of exact zeros above which a numeric col
 def geometric_grid() -> np.ndarray:
     """Data-independent decade edges ``-1e10 ... -1e-3, 1e-3 ... 1e10`` used for DP bounds (the bin between
     -1e-3 and 1e-3 holds non-zero values near 0; exact zeros are counted on their own)."""
-    pos = np.logspace(_DECADES[0], _DECADES[1], _DECADES[1] - _DECADES[0] + 1)
+    # exact decimal constants: np.logspace picks SIMD kernels by CPU and gives 0.09999999999999999 for 1e-1 on
+    # some (AVX-512), which moved bins and reached released schemas as a bound
+    pos = np.array([float(f"1e{k}") for k in range(_DECADES[0], _DECADES[1] + 1)])
     return np.concatenate([-pos[::-1], pos])
 
 
@@ -115,7 +117,7 @@ def resolve_schema(
     if schema is None and non_private:
         schema = infer_schema(data, warn=True)
     if schema is not None:
-        schema.validate(data)
+        schema.validate(data, exact=non_private)  # a DP fit's messages carry no private values or counts
         return schema, _public_schema_stats(data, schema, ledger, share, rng)
     return _discover(data, ledger, share, rng)
 
@@ -159,16 +161,40 @@ def _numeric_counts(values: np.ndarray, edges: np.ndarray, specials: tuple[float
     return np.bincount(idx, minlength=len(edges) - 1), special_counts, int(missing.sum())
 
 
-def _histogram_numeric(series: pd.Series, col: Column, edges, ledger, sigma, rng) -> NumericHistogram:
+def _histogram_numeric(series: pd.Series, col: Column, edges, ledger, sigma, rng, *, warn: bool = True
+                       ) -> NumericHistogram:
+    """One Gaussian count query over the bins inside ``[lower, upper]``, the special values, the missing cell and
+    two cells for the rows below / above the bounds (each row falls in exactly one cell: L2 sensitivity 1). The
+    out-of-range cells are added to the edge bins (where clipping puts those rows; post-processing) and give a DP
+    estimate of how many rows the bounds clip: the only way a DP fit reports clipping (``warn``)."""
     values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
-    values = np.where(np.isnan(values), np.nan, np.clip(values, col.lower, col.upper))
-    counts, specials, missing = _numeric_counts(values, edges, col.special_values)
-    _spend(ledger, sigma, f"histogram {col.name}", bins=len(counts) + len(specials) + 1)
-    noisy = gaussian_counts(np.concatenate([counts, specials, [missing]]), sigma=sigma, rng=rng)
-    noisy = np.clip(noisy, 0, None)
+    with np.errstate(invalid="ignore"):
+        below, above = values < col.lower, values > col.upper
+    inside = np.where(below | above, np.nan, values)
+    counts, specials, missing = _numeric_counts(inside, edges, col.special_values)
+    missing -= int(below.sum() + above.sum())  # out-of-range rows were set to NaN above; they have cells of their own
+    _spend(ledger, sigma, f"histogram {col.name}", bins=len(counts) + len(specials) + 3)
+    cells = np.concatenate([counts, specials, [missing, below.sum(), above.sum()]])
+    noisy = gaussian_counts(cells, sigma=sigma, rng=rng)
     k = len(counts)
-    special_counts = {s: float(c) for s, c in zip(col.special_values, noisy[k : k + len(specials)])}
-    return NumericHistogram(edges, noisy[:k], special_counts, float(noisy[-1]) if col.nullable else 0.0)
+    bins = noisy[:k].copy()
+    n_below, n_above = noisy[-2], noisy[-1]
+    bins[0] += n_below
+    bins[-1] += n_above
+    special_counts = {s: max(0.0, float(c)) for s, c in zip(col.special_values, noisy[k : k + len(specials)])}
+    if warn and sigma > 0:
+        _warn_clipped(col, n_below + n_above, sigma)
+    noisy_missing = max(0.0, float(noisy[-3])) if col.nullable else 0.0
+    return NumericHistogram(edges, np.clip(bins, 0, None), special_counts, noisy_missing)
+
+
+def _warn_clipped(col: Column, noisy_out: float, sigma: float) -> None:
+    """Warn from the DP count of out-of-range rows (never from the exact one), when it clears 3 standard
+    deviations of its noise (sum of two cells: sqrt(2) sigma), so pure noise rarely triggers it."""
+    sd = math.sqrt(2.0) * sigma
+    if noisy_out > 3.0 * sd:
+        warnings.warn(f"Column '{col.name}': about {noisy_out:.0f} rows (a DP estimate, noise sd {sd:.0f}) lie outside "
+                      f"the bounds [{col.lower:g}, {col.upper:g}] and are clipped to them.", stacklevel=5)
 
 
 def _histogram_categorical(series: pd.Series, col: Column, ledger, sigma, rng) -> CategoricalHistogram:

@@ -3,7 +3,9 @@
 Documented handling of out-of-schema values (nothing is dropped silently):
 
 - numeric values outside the public ``[lower, upper]`` bounds are **clipped** to the bounds (what DP needs:
-  the bounds must not depend on the data); the number clipped is reported in a warning to the data owner;
+  the bounds must not depend on the data). A DP fit says so from a DP estimate of the clipped rows (the metadata
+  histograms count them; :mod:`dpsynth.data.discovery`); only a non-private use (``exact=True``) warns here with
+  the exact number clipped;
 - categorical values outside the declared categories raise :class:`SchemaError`, unless the column
   declares an ``other`` category, to which they are then mapped (DP category discovery does this for rare
   categories);
@@ -91,8 +93,8 @@ def _check_objects(name, values: pd.Series, dtype: str) -> None:
     types = sorted({type(v).__name__ for v in present})
     containers = [v for v in present if isinstance(v, (list, tuple, dict, set, frozenset, np.ndarray, pd.Series))]
     if containers:
-        example = " ".join(repr(containers[0]).split())[:40]  # one line, even for an array's repr
-        raise InputError(f"Column '{name}' holds {type(containers[0]).__name__} values, e.g. {example}; "
+        # no example value: this check runs on private rows, and a message must not quote them
+        raise InputError(f"Column '{name}' holds {type(containers[0]).__name__} values; "
                          "each cell must be one number, boolean or text (split or encode them as text first).")
     if found == "complex" or any(isinstance(v, (complex, np.complexfloating)) for v in present):
         raise InputError(f"Column '{name}' holds complex numbers; split it into real and imaginary columns.")
@@ -125,10 +127,13 @@ def categorical_codes(series: pd.Series, categories: tuple, other=None) -> np.nd
     return np.where(inverse < 0, -1, mapped[np.clip(inverse, 0, None)] if len(mapped) else -1)
 
 
-def conform(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+def conform(df: pd.DataFrame, schema: Schema, *, exact: bool = False) -> pd.DataFrame:
     """Return the schema's columns of ``df`` in schema order, numerics as float clipped to bounds, categoricals
-    mapped onto the declared category values (NaN kept). Raises SchemaError on mismatch."""
-    schema.validate(df)
+    mapped onto the declared category values (NaN kept). Raises SchemaError on mismatch.
+
+    With ``exact=True`` (non-private use only) the errors and the clipping warning carry exact counts and values;
+    otherwise they name the rule and the column, and clipping is not reported here (DESIGN.md §1 rule 8)."""
+    schema.validate(df, exact=exact)
     out = {}
     clipped = {}
     for col in schema.columns:
@@ -144,7 +149,7 @@ def conform(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
             codes = categorical_codes(series, col.categories, col.other)
             cats = np.asarray(list(col.categories) + [np.nan], dtype=object)
             out[col.name] = cats[codes]  # code -1 picks the trailing NaN
-    if clipped:
+    if clipped and exact:
         warnings.warn(
             "Values outside the schema bounds were clipped to the bounds: "
             + ", ".join(f"{k} ({v} rows)" for k, v in clipped.items()),

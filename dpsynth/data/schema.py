@@ -262,11 +262,15 @@ class Schema:
         return replace(self, columns=tuple(self[n] for n in keep), target=target)
 
     # ------------------------------------------------------------------ validation
-    def validate(self, df: pd.DataFrame, *, allow_extra: bool = False) -> None:
+    def validate(self, df: pd.DataFrame, *, allow_extra: bool = False, exact: bool = False) -> None:
         """Raise :class:`SchemaError` when ``df`` does not fit: missing/extra columns, unknown categories,
         NaN in a non-nullable column, infinite values. Values outside numeric bounds are allowed: models
         clip them to the public bounds (the documented handling), which is what DP requires. Columns holding
-        values no model can represent (lists, dates, complex numbers, mixed types) raise InputError."""
+        values no model can represent (lists, dates, complex numbers, mixed types) raise InputError.
+
+        Messages name the rule and the column only; the counts and offending values of the rows are added
+        only with ``exact=True`` (non-private use: ``schema infer``, an epsilon = inf fit). A DP fit must not
+        print private values or counts (DESIGN.md §1 rule 8)."""
         from dpsynth.data.frame import check_column  # frame imports this module
 
         missing = [n for n in self.names if n not in df.columns]
@@ -282,24 +286,25 @@ class Schema:
             check_column(series)
             isna = series.isna()
             if isna.any() and not col.nullable:
-                raise SchemaError(
-                    f"Column '{col.name}' has {int(isna.sum())} missing values but is not nullable in the schema."
-                )
+                found = f"{int(isna.sum())} missing values" if exact else "missing values"
+                raise SchemaError(f"Column '{col.name}' has {found} but is not nullable in the schema; declare "
+                                  "it \"nullable\": true.")
             values = series[~isna]
             if col.is_discrete:
                 unknown = [] if col.other is not None else unknown_categories(values, col.categories)
                 if unknown:
-                    shown = ", ".join(repr(u) for u in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-                    raise SchemaError(
-                        f"Column '{col.name}' has {len(unknown)} value(s) outside the declared categories: {shown}."
-                    )
+                    if exact:
+                        shown = ", ".join(repr(u) for u in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+                        found = f"{len(unknown)} value(s) outside the declared categories: {shown}"
+                    else:
+                        found = "values outside the declared categories (not shown: private)"
+                    raise SchemaError(f"Column '{col.name}' has {found}. Declare them, or an \"other\" category.")
             else:
                 numeric = pd.to_numeric(values, errors="coerce")
                 bad = numeric.isna()
                 if bad.any():
-                    raise SchemaError(
-                        f"Column '{col.name}' is {col.kind} but holds non-numeric values, e.g. {values[bad].iloc[0]!r}."
-                    )
+                    example = f", e.g. {values[bad].iloc[0]!r}" if exact else ""
+                    raise SchemaError(f"Column '{col.name}' is {col.kind} but holds non-numeric values{example}.")
                 if np.isinf(numeric.to_numpy(dtype=float)).any():
                     raise SchemaError(f"Column '{col.name}' holds infinite values; replace them or mark them missing.")
 

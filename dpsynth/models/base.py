@@ -4,8 +4,10 @@
 - ``fit(df, *, epsilon, delta, schema=None)`` returns ``self``; learned state ends in ``_``; the privacy
   ledger is ``ledger_``. Without a public schema, the metadata is derived with DP and charged to the
   ledger (``metadata_share`` of the budget); with ``epsilon=inf`` (non-private mode) it is read directly.
-- ``sample(n, *, seed=None)`` returns a DataFrame with the schema's columns and dtypes; the same seed gives
-  the same rows, also after ``save``/``load``.
+- ``sample(n=None, *, seed=None)`` returns a DataFrame with the schema's columns and dtypes; the same seed gives
+  the same rows, also after ``save``/``load``. Without ``n`` it draws ``row_count_`` rows: the DP row count of the
+  metadata phase. Asking for exactly ``len(private_table)`` rows publishes that number (under add/remove, the exact
+  row count is an epsilon = infinity release), so the default never does.
 - ``save(path)`` writes one safetensors file: tensors as tensors, everything else (schema, encoder state,
   hyper-parameters, ledger, versions) as JSON in the file's metadata header. ``load`` never unpickles:
   loading a model file cannot execute code (DESIGN.md §1 rule 6).
@@ -33,7 +35,7 @@ from dpsynth.data.frame import check_frame, conform
 from dpsynth.data.metadata import DPMetadata
 from dpsynth.data.schema import Schema
 from dpsynth.errors import InputError, ModelFileError, NotFittedError, SchemaError
-from dpsynth.privacy.ledger import PrivacyLedger, check_privacy_params
+from dpsynth.privacy.ledger import PrivacyLedger, check_privacy_params, warn_large_delta
 
 __all__ = ["Synthesizer", "FORMAT_VERSION"]
 
@@ -87,7 +89,7 @@ class Synthesizer(ABC):
         from dpsynth.data.discovery import resolve_schema
 
         check_frame(data)
-        check_privacy_params(epsilon, delta, n_rows=len(data))
+        check_privacy_params(epsilon, delta)  # never against len(data): its messages would print the exact n
         if not self.supports_dp and not math.isinf(float(epsilon)):
             raise InputError(f"Model '{self.name}' is a non-private baseline: use epsilon=inf.")
         if not (0.0 < metadata_share < 1.0):
@@ -108,7 +110,9 @@ class Synthesizer(ABC):
         self.schema_, self.metadata_ = resolve_schema(
             data, schema, ledger=self.ledger_, share=metadata_share, rng=rng, progress=progress
         )
-        frame = conform(data, self.schema_)
+        if not self.ledger_.non_private:
+            warn_large_delta(float(delta), self.metadata_.n_rows)  # against the DP row count
+        frame = conform(data, self.schema_, exact=self.ledger_.non_private)
         self._fit(frame, rng=rng, progress=progress)
         del frame
         self.marginal_map_ = None
@@ -126,9 +130,12 @@ class Synthesizer(ABC):
         """Fit on ``frame`` (already conformed to ``self.schema_``), recording every access in ``self.ledger_``."""
 
     # ------------------------------------------------------------------ sample
-    def sample(self, n: int, *, seed: int | None = None) -> pd.DataFrame:
-        """Draw ``n`` synthetic rows; post-processing only (never reads private rows)."""
+    def sample(self, n: int | None = None, *, seed: int | None = None) -> pd.DataFrame:
+        """Draw ``n`` synthetic rows (default: :attr:`row_count_`, the DP row count); post-processing only (never
+        reads private rows). Passing the exact private row count would publish it: leave ``n`` out for a release."""
         self._check_fitted()
+        if n is None:
+            n = self.row_count_
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise InputError(f"n must be a non-negative integer. Found {n!r}.")
         rng = np.random.default_rng(seed)
@@ -205,6 +212,13 @@ class Synthesizer(ABC):
     def _check_fitted(self) -> None:
         if not getattr(self, "_fitted", False):
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call fit() first.")
+
+    @property
+    def row_count_(self) -> int:
+        """The row count the model may publish: the DP (noisy) count of the metadata phase, rounded; the exact
+        count only in the non-private mode. The default size of :meth:`sample`."""
+        self._check_fitted()
+        return max(1, int(round(float(self.metadata_.n_rows))))
 
     @property
     def epsilon_(self) -> float:

@@ -29,7 +29,7 @@ from dpsynth.errors import BudgetExceededError, InputError
 from dpsynth.privacy.accounting import Accountant, check_accountant, epsilon_of, fits
 from dpsynth.privacy.events import describe_event, event_from_dict, event_to_dict
 
-__all__ = ["LedgerEntry", "PrivacyLedger", "StepAllowance", "check_privacy_params"]
+__all__ = ["LedgerEntry", "PrivacyLedger", "StepAllowance", "check_privacy_params", "warn_large_delta"]
 
 NEIGHBOURING = "add/remove one record"
 
@@ -47,12 +47,18 @@ def check_privacy_params(epsilon: float, delta: float, n_rows: int | None = None
         return
     if not (0 < delta < 1):
         raise InputError(f"delta must be in (0, 1). Found {delta}.")
-    if n_rows is not None and n_rows > 0 and delta > 1.0 / n_rows:
+    if n_rows is not None:
+        warn_large_delta(delta, n_rows)
+
+
+def warn_large_delta(delta: float, n_rows: float) -> None:
+    """Warn when delta > 1/n. In a DP fit, ``n_rows`` must be the DP row count (the message is released)."""
+    if n_rows > 0 and delta > 1.0 / n_rows:
         import warnings
 
         warnings.warn(
-            f"delta={delta:g} is larger than 1/n = {1.0 / n_rows:.3g}: a mechanism that publishes one random row "
-            "would satisfy this guarantee. Use delta << 1/n.",
+            f"delta={delta:g} is larger than 1/n = {1.0 / n_rows:.3g} (n: the DP row count): a mechanism that "
+            "publishes one random row would satisfy this guarantee. Use delta << 1/n.",
             stacklevel=3,
         )
 
