@@ -83,11 +83,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     return atomic_write(path, lambda p: p.write_bytes(data))
 
 
-def read_table(path: str | os.PathLike, *, sep: str | None = None) -> pd.DataFrame:
+def read_table(path: str | os.PathLike, *, sep: str | None = None, as_text: bool = False) -> pd.DataFrame:
     """Read a CSV / TSV (optionally .gz, .bz2, .xz or .zip compressed) or Parquet file; raise InputError with
     the reason if it cannot.
 
     ``sep`` overrides the separator (default ``","``, or a tab for ``.tsv``). A ragged CSV is refused.
+    ``as_text=True`` reads every cell as text (missing: empty cells and pandas' fixed NA tokens), for a fit whose
+    dtypes are private (:mod:`dpsynth.data.text`); otherwise pandas infers dtypes from the values.
     """
     path = Path(path)
     if not path.is_file():
@@ -97,11 +99,17 @@ def read_table(path: str | os.PathLike, *, sep: str | None = None) -> pd.DataFra
     kind = (suffixes[-2] if compressed and len(suffixes) > 1 else suffixes[-1]) if suffixes else ""
     try:
         if kind in (".parquet", ".pq") and not compressed:
-            return pd.read_parquet(path)
+            frame = pd.read_parquet(path)
+            if as_text:
+                from dpsynth.data.text import as_text as to_text
+
+                frame = to_text(frame)
+            return frame
         sep = sep or ("\t" if kind == ".tsv" else ",")
         with _open_text(path, suffixes[-1] if compressed else None) as handle:
             _check_rectangular(handle, path, sep)
-        return pd.read_csv(path, sep=sep)  # pandas infers the same compression from the suffix
+        # pandas infers the same compression from the suffix
+        return pd.read_csv(path, sep=sep, dtype="str" if as_text else None)
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - parsers raise many types; all are a user's bad file

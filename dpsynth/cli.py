@@ -101,6 +101,10 @@ def _add_fit(sub) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
     p.add_argument("--seed", type=int, help="reproducible fit; whoever knows the seed can replay the DP noise: "
                    "keep it secret, or leave it out for a release")
+    p.add_argument("--dtypes", choices=["public", "private"], default=None,
+                   help="without --schema: 'private' reads every value as text and decides column kinds with DP "
+                   "(default for CSV/TSV, whose types pandas would infer from the values); 'public' trusts the "
+                   "file's column types (default for Parquet and the bundled datasets)")
     p.add_argument("--out", required=True, help="model file to write")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_fit)
@@ -228,7 +232,7 @@ def _parse_params(pairs: list[str]) -> dict:
     return params
 
 
-def _fit_model(name, train, *, epsilon, delta, schema, metadata_share, params, seed, progress):
+def _fit_model(name, train, *, epsilon, delta, schema, metadata_share, params, seed, progress, dtypes="public"):
     from dpsynth.models import get_model_class
 
     model_cls = get_model_class(name)
@@ -237,7 +241,7 @@ def _fit_model(name, train, *, epsilon, delta, schema, metadata_share, params, s
     except TypeError as exc:
         raise InputError(f"Bad hyper-parameter for model '{name}': {exc}.") from exc
     return model.fit(train, epsilon=epsilon, delta=delta, schema=schema, metadata_share=metadata_share, seed=seed,
-                     progress=progress)
+                     progress=progress, dtypes=dtypes)
 
 
 def _cmd_fit(args) -> int:
@@ -250,17 +254,29 @@ def _cmd_fit(args) -> int:
     check_privacy_params(args.epsilon, args.delta)
     check_output_path(args.out)
     schema = Schema.load(args.schema) if args.schema else None
-    train, _, bundled_schema, _ = load_table(args.data)
+    dtypes = args.dtypes or _default_dtypes(args.data)
+    train, _, bundled_schema, _ = load_table(args.data, as_text=schema is None and dtypes == "private")
     if schema is None and bundled_schema is not None:
         schema = bundled_schema
         print(f"dpsynth: using the public schema shipped for '{args.data}'", file=sys.stderr)
     model = _fit_model(args.model, train, epsilon=args.epsilon, delta=args.delta, schema=schema,
                        metadata_share=args.metadata_share, params=_parse_params(args.param), seed=args.seed,
-                       progress=not args.quiet)
+                       progress=not args.quiet, dtypes=dtypes if schema is None else "public")
     model.save(args.out)
     print(model.ledger_)
     print(f"dpsynth: wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def _default_dtypes(spec: str) -> str:
+    """A CSV has no column types (pandas would infer them from the private values): 'private'. Parquet carries
+    types its writer chose, and a bundled dataset ships public ones: 'public'."""
+    from dpsynth.datasets import REGISTRY
+
+    if spec in REGISTRY:
+        return "public"
+    suffixes = [s.lower() for s in Path(spec).suffixes]
+    return "public" if suffixes and suffixes[-1] in (".parquet", ".pq") else "private"
 
 
 def _cmd_sample(args) -> int:

@@ -56,12 +56,13 @@ from dpsynth.data.frame import categorical_codes, check_frame
 from dpsynth.data.inference import infer_schema
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
+from dpsynth.data.text import DTYPE_MODES, infer_text_dtypes, parse_numbers
 from dpsynth.errors import InputError
 from dpsynth.privacy.accounting import epsilon_of
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.mechanisms import gaussian_counts, gaussian_partition_selection, selection_threshold
 
-__all__ = ["resolve_schema", "OTHER", "geometric_grid", "calibrate_metadata_sigma", "TAIL"]
+__all__ = ["resolve_schema", "prepare_private_text", "OTHER", "geometric_grid", "calibrate_metadata_sigma", "TAIL"]
 
 OTHER = "__other__"
 TAIL = 0.005  # quantile level of the DP bounds
@@ -110,16 +111,38 @@ def resolve_schema(
     share: float,
     rng: np.random.Generator,
     progress: bool = False,
+    dtypes: str = "public",
 ) -> tuple[Schema, DPMetadata]:
-    """See the module docstring. Records every query in ``ledger`` under phase "metadata"."""
+    """See the module docstring. Records every query in ``ledger`` under phase "metadata".
+
+    ``dtypes="private"``: ``data`` holds text (:func:`dpsynth.data.text.as_text`) and, without a schema, each
+    column's kind, integrality, nullability and dtype are decided by DP counts (the module docstring); call
+    :func:`prepare_private_text` on the data with the returned schema before conforming it."""
     check_frame(data)
+    if dtypes not in DTYPE_MODES:
+        raise InputError(f"dtypes must be one of {', '.join(DTYPE_MODES)}. Found {dtypes!r}.")
     non_private = ledger.non_private
     if schema is None and non_private:
-        schema = infer_schema(data, warn=True)
+        schema = infer_schema(infer_text_dtypes(data) if dtypes == "private" else data, warn=True)
     if schema is not None:
+        if dtypes == "private":
+            data = prepare_private_text(data, schema)
         schema.validate(data, exact=non_private)  # a DP fit's messages carry no private values or counts
         return schema, _public_schema_stats(data, schema, ledger, share, rng)
+    if dtypes == "private":
+        return _discover_private_dtypes(data, ledger, share, rng)
     return _discover(data, ledger, share, rng)
+
+
+def prepare_private_text(data: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """A text frame (``dtypes="private"``) made ready for :func:`~dpsynth.data.frame.conform`: the schema's numeric
+    columns parsed by the fixed number rule, their non-number tokens missing (the documented handling); text
+    columns unchanged. Reads no more than conform does and releases nothing."""
+    out = data.copy()
+    for col in schema.columns:
+        if col.is_numeric and col.name in out.columns:
+            out[col.name] = parse_numbers(out[col.name])[0]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -248,11 +271,15 @@ def _is_numeric_or_bool(series: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype)
 
 
-def _discover_categorical(series, n_rows, ledger, sigma, threshold, selection_delta, rng):
+def _discover_categorical(series, n_rows, ledger, sigma, threshold, selection_delta, rng, *,
+                          nullable: bool | None = None, dtype: str | None = None):
     name = str(series.name)
-    nullable = not pd.api.types.is_bool_dtype(series.dtype)
-    if pd.api.types.is_bool_dtype(series.dtype):
-        col = Column(name, "binary", categories=(False, True), dtype=str(series.dtype))
+    is_bool = pd.api.types.is_bool_dtype(series.dtype)
+    if nullable is None:  # text columns can always hold missing values; bool only as pandas' "boolean"
+        nullable = _can_hold_missing(series) if is_bool else True
+    if is_bool:
+        # numpy bool cannot hold a missing value; pandas' nullable "boolean" can (nullable from the dtype)
+        col = Column(name, "binary", nullable=nullable, categories=(False, True), dtype=str(series.dtype))
         return col, _histogram_categorical(series, col, ledger, sigma, rng)
     present = series.dropna()
     key_counts = present.value_counts(sort=False).to_dict()
@@ -275,8 +302,10 @@ def _discover_categorical(series, n_rows, ledger, sigma, threshold, selection_de
         other = OTHER
     cats = [c.item() if isinstance(c, np.generic) else c for c in cats]
     kind = "binary" if len(cats) == 2 else "categorical"
-    col = Column(name, kind, nullable=nullable, categories=tuple(cats), other=other, dtype=_dtype(series))
-    return col, CategoricalHistogram(tuple(cats), np.clip(np.array(counts, dtype=float), 0, None), missing)
+    col = Column(name, kind, nullable=nullable, categories=tuple(cats), other=other,
+                 dtype=_dtype(series) if dtype is None else dtype)
+    return col, CategoricalHistogram(tuple(cats), np.clip(np.array(counts, dtype=float), 0, None),
+                                     missing if nullable else 0.0)
 
 
 def _discover_numeric(series: pd.Series, ledger, sigma: float, rng) -> tuple[Column, NumericHistogram]:
@@ -376,3 +405,85 @@ def _dtype(series: pd.Series) -> str | None:
 
     name = str(series.dtype)
     return name if name in DTYPES else None
+
+
+# ---------------------------------------------------------------------------------------------- private dtypes
+_FIXED_DTYPES = {"integer": "Int64", "continuous": "float64", "mixed": "float64", "categorical": "str",
+                 "binary": "str"}
+
+
+def _discover_private_dtypes(data: pd.DataFrame, ledger: PrivacyLedger, share: float, rng
+                             ) -> tuple[Schema, DPMetadata]:
+    """DP discovery on a text frame: two Gaussian count queries per column whatever it turns out to be (so the
+    number of queries, hence sigma, is fixed before any is answered) plus the row count."""
+    k = data.shape[1]
+    sigma = _sigma(ledger, 2 * k + 1, share)
+    selection_delta = ledger.target_delta / 4 / k  # any column may turn out to be text
+    threshold = selection_threshold(sigma, selection_delta)
+    n_rows = _noisy_row_count(data, ledger, sigma, rng)
+    columns, hists, excluded = [], {}, []
+    for name in data.columns:
+        col, hist = _discover_typed(data[name], n_rows, ledger, sigma, threshold, selection_delta, rng)
+        if col is None:
+            excluded.append(name)
+            continue
+        columns.append(col)
+        hists[name] = hist
+    if not columns:
+        raise InputError("DP discovery found no usable column; declare a schema.")
+    return Schema(tuple(columns), provenance="dp", excluded=tuple(excluded)), DPMetadata(n_rows, hists, sigma=sigma)
+
+
+def _discover_typed(series: pd.Series, n_rows, ledger, sigma, threshold, selection_delta, rng):
+    """One column of a text frame. Query 1 ("DP kind and bounds"): counts over integer-valued numbers by decade,
+    other numbers by decade, exact zeros, missing cells and text cells (each cell in exactly one: sensitivity 1).
+    Post-processing decides: numeric iff the floored number mass exceeds the noisy text count (a minority of text
+    tokens, like '?', are then missing values, said in a warning only when their DP count clears the floor);
+    integer iff no non-integer decade clears the floor; bounds and the mixed kind as for numeric dtypes. Query 2 is
+    the shape histogram (numeric) or partition selection with the missing count (text). Every column is nullable;
+    the dtype is fixed per kind (``_FIXED_DTYPES``); missing mass below the floor is set to 0 (post-processing), so
+    noise alone does not make a model emit missing values."""
+    name = str(series.name)
+    numbers, is_text, is_missing = parse_numbers(series)
+    edges = geometric_grid()
+    present = numbers[np.isfinite(numbers)]
+    zero = present == 0
+    integral = np.mod(present, 1) == 0
+    int_counts, _, _ = _numeric_counts(present[integral & ~zero], edges, ())
+    frac_counts, _, _ = _numeric_counts(present[~integral], edges, ())
+    cells = np.concatenate([int_counts, frac_counts, [zero.sum(), is_missing.sum(), is_text.sum()]])
+    _spend(ledger, sigma, f"DP kind and bounds {name}", bins=len(cells))
+    noisy = gaussian_counts(cells, sigma=sigma, rng=rng)
+    d = len(int_counts)
+    floor = _floor(sigma, noisy)
+    noisy_int, noisy_frac = noisy[:d], noisy[d:2 * d]
+    noisy_zero, noisy_text = noisy[-3], noisy[-1]  # noisy[-2], the missing cell, is re-counted by query 2
+    zero_count = float(noisy_zero) if noisy_zero >= floor else 0.0
+    is_integral = not bool((noisy_frac >= floor).any())
+    # an integer column is bounded from its integer cells alone (its other cells hold noise only); otherwise a
+    # decade's two cells are summed, with noise sd sqrt(2) sigma
+    decades, sd = (noisy_int, sigma) if is_integral else (noisy_int + noisy_frac, math.sqrt(2.0) * sigma)
+    bins = _floored(decades, sd, zero_kept=zero_count > 0, integral=is_integral)
+    number_mass = float(bins.sum()) + zero_count
+    text_mass = float(noisy_text) if noisy_text >= floor else 0.0
+    if number_mass <= text_mass or number_mass <= 0:
+        text = series.where(~is_missing)
+        col, hist = _discover_categorical(text, n_rows, ledger, sigma, threshold, selection_delta, rng,
+                                          nullable=True, dtype="str")
+        if hist is not None:
+            hist = CategoricalHistogram(hist.categories, hist.counts, hist.missing if hist.missing >= floor else 0.0)
+        return col, hist
+    if text_mass > 0:
+        warnings.warn(f"Column '{name}' is numeric but some values (about {text_mass:.0f}, a DP estimate) are not "
+                      "numbers; they are treated as missing.", stacklevel=5)
+    lower, upper = _dp_bounds(bins, zero_count, edges)
+    if is_integral:
+        lower, upper = math.floor(lower), math.ceil(upper)
+    mixed = bins.sum() > 0 and zero_count >= _MIXED_ZERO_SHARE * number_mass and lower <= 0 <= upper
+    kind = "mixed" if mixed else ("integer" if is_integral else "continuous")
+    col = Column(name, kind, nullable=True, lower=lower, upper=upper, special_values=(0.0,) if mixed else (),
+                 integer_valued=is_integral and mixed, dtype="Int64" if is_integral else _FIXED_DTYPES[kind])
+    hist = _histogram_numeric(pd.Series(numbers, name=name), col, _public_grid(col), ledger, sigma, rng)
+    if hist.missing < floor:
+        hist = NumericHistogram(hist.edges, hist.counts, hist.special_counts, 0.0)
+    return col, hist

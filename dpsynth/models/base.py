@@ -79,14 +79,22 @@ class Synthesizer(ABC):
         metadata_share: float = 0.1,
         seed: int | None = None,
         progress: bool = False,
+        dtypes: str = "public",
     ) -> Synthesizer:
         """Fit on private ``data`` with an (epsilon, delta) budget; see the module docstring.
 
         ``seed`` makes the fit reproducible — and so makes the DP noise predictable to whoever knows it (and the
         code): the guarantee holds only if the seed stays secret. Leave it ``None`` for a release (fresh entropy
         from the operating system). The model file records whether a seed was given, never the seed itself.
+
+        ``dtypes`` says what the frame's dtypes are, when no schema is given: ``"public"`` (default) - chosen by
+        whoever built the frame (or wrote the Parquet file), so column kinds and nullability follow them;
+        ``"private"`` - inferred from the values (as ``pd.read_csv`` does), hence not public: every value is read
+        as text and kinds, nullability and dtypes are decided with DP (:mod:`dpsynth.data.text`). ``dpsynth fit
+        FILE.csv`` without a schema uses ``"private"``.
         """
-        from dpsynth.data.discovery import resolve_schema
+        from dpsynth.data.discovery import prepare_private_text, resolve_schema
+        from dpsynth.data.text import DTYPE_MODES, as_text
 
         check_frame(data)
         check_privacy_params(epsilon, delta)  # never against len(data): its messages would print the exact n
@@ -94,6 +102,8 @@ class Synthesizer(ABC):
             raise InputError(f"Model '{self.name}' is a non-private baseline: use epsilon=inf.")
         if not (0.0 < metadata_share < 1.0):
             raise InputError(f"metadata_share must be in (0, 1). Found {metadata_share}.")
+        if dtypes not in DTYPE_MODES:
+            raise InputError(f"dtypes must be one of {', '.join(DTYPE_MODES)}. Found {dtypes!r}.")
         if schema is not None and schema.provenance == "inferred" and not math.isinf(float(epsilon)):
             # an inferred schema holds exact min/max and every category of the rows: used unreviewed in a DP fit,
             # it would put non-DP facts about the rows into the model file (DESIGN.md §1 rule 2)
@@ -104,12 +114,16 @@ class Synthesizer(ABC):
             )
         self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta))
         self.fit_info_ = {"metadata_share": float(metadata_share), "seeded": seed is not None,
-                          "public_schema": schema is not None}
+                          "public_schema": schema is not None, "dtypes": dtypes}
         rng = np.random.default_rng(seed)
+        if dtypes == "private":
+            data = as_text(data)
         # metadata: public schema or DP discovery, plus DP row count and histograms (phase "metadata")
         self.schema_, self.metadata_ = resolve_schema(
-            data, schema, ledger=self.ledger_, share=metadata_share, rng=rng, progress=progress
+            data, schema, ledger=self.ledger_, share=metadata_share, rng=rng, progress=progress, dtypes=dtypes
         )
+        if dtypes == "private":
+            data = prepare_private_text(data, self.schema_)
         if not self.ledger_.non_private:
             warn_large_delta(float(delta), self.metadata_.n_rows)  # against the DP row count
         frame = conform(data, self.schema_, exact=self.ledger_.non_private)
