@@ -96,6 +96,8 @@ class Synthesizer(ABC):
         from dpsynth.data.discovery import prepare_private_text, resolve_schema
         from dpsynth.data.text import DTYPE_MODES, as_text
 
+        if dtypes == "private" and isinstance(data, pd.DataFrame):
+            data = as_text(data)  # every cell as text first (a mixed-type object column is then just text)
         check_frame(data)
         check_privacy_params(epsilon, delta)  # never against len(data): its messages would print the exact n
         if not self.supports_dp and not math.isinf(float(epsilon)):
@@ -116,8 +118,6 @@ class Synthesizer(ABC):
         self.fit_info_ = {"metadata_share": float(metadata_share), "seeded": seed is not None,
                           "public_schema": schema is not None, "dtypes": dtypes}
         rng = np.random.default_rng(seed)
-        if dtypes == "private":
-            data = as_text(data)
         # metadata: public schema or DP discovery, plus DP row count and histograms (phase "metadata")
         self.schema_, self.metadata_ = resolve_schema(
             data, schema, ledger=self.ledger_, share=metadata_share, rng=rng, progress=progress, dtypes=dtypes
