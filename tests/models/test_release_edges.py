@@ -8,7 +8,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from dpsynth.data.schema import Column, Schema
 from dpsynth.errors import SchemaError
