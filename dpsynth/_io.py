@@ -25,6 +25,7 @@ from dpsynth.errors import InputError
 
 __all__ = [
     "TABLE_OUTPUT_SUFFIXES",
+    "check_distinct_paths",
     "atomic_write",
     "atomic_write_text",
     "atomic_write_bytes",
@@ -38,13 +39,41 @@ TABLE_OUTPUT_SUFFIXES = (".csv", ".parquet")
 
 
 def check_output_path(path: str | os.PathLike) -> Path:
-    """Refuse an output path whose folder does not exist (call before long work, not after it)."""
+    """Refuse an output path whose folder does not exist or cannot be written, or that is a folder or a file we
+    may not replace (call before long work, not after it)."""
     path = Path(path)
-    if path.parent and not path.parent.exists():
-        raise InputError(f"Output folder {path.parent} does not exist.")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.exists():
+        raise InputError(f"Output folder {folder} does not exist.")
     if path.is_dir():
         raise InputError(f"Output path {path} is a folder; give a file name.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"Output folder {folder} is not writable.")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise InputError(f"Output file {path} exists and is not writable.")
     return path
+
+
+def check_distinct_paths(inputs: dict[str, object], outputs: dict[str, object]) -> None:
+    """Refuse, before any work, an output that is one of the inputs (or another output) of the same command:
+    ``dpsynth fit data.csv --out data.csv`` would replace the private table with a model file. Paths are compared
+    after resolving links and ``..``, and by inode when both exist (hard links). Inputs that are not files (a
+    bundled dataset name) are skipped; ``None`` values are ignored."""
+    def resolved(value):
+        return Path(os.fspath(value)).expanduser().resolve()
+
+    seen: list[tuple[str, Path]] = [(k, resolved(v)) for k, v in inputs.items()
+                                    if v is not None and Path(os.fspath(v)).expanduser().exists()]
+    for name, value in outputs.items():
+        if value is None:
+            continue
+        out = resolved(value)
+        for other, path in seen:
+            same = out == path or (out.exists() and path.exists() and os.path.samefile(out, path))
+            if same:
+                raise InputError(f"{name} {value} is the same file as {other}; writing it would destroy that file. "
+                                 "Choose another output path.")
+        seen.append((name, out))
 
 
 def check_table_output(path: str | os.PathLike) -> Path:

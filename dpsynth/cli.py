@@ -149,9 +149,34 @@ def main(argv: list[str] | None = None) -> int:
         return _EXIT_BROKEN_PIPE
 
 
+# Per command: (input arguments, output arguments). An output that is an input (or another output) of the same
+# command is refused before any work; every output's folder must exist and be writable.
+_PATHS = {
+    "fit": (("data", "schema"), ("out",)),
+    "schema": (("data",), ("out",)),
+    "sample": (("model_file",), ("out",)),
+    "evaluate": (("real", "synthetic", "test", "schema", "model", "risk"), ("json", "report")),
+    "report": (("json", "risk", "model"), ("report",)),
+    "attack": (("train", "synthetic", "control", "schema"), ("json", "report")),
+    "audit": (("data", "schema"), ("json",)),
+}
+
+
+def _check_paths(args) -> None:
+    from dpsynth._io import check_distinct_paths, check_output_path
+
+    inputs, outputs = _PATHS.get(args.command, ((), ()))
+    outs = {f"--{name}": getattr(args, name, None) for name in outputs}
+    check_distinct_paths({name: getattr(args, name, None) for name in inputs}, outs)
+    for value in outs.values():
+        if value is not None:
+            check_output_path(value)
+
+
 def _run(argv: list[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        _check_paths(args)
         with warnings.catch_warnings():
             warnings.simplefilter("always")
             warnings.showwarning = _show_warning
@@ -161,6 +186,12 @@ def _run(argv: list[str] | None) -> int:
         return code
     except DPSynthError as exc:
         print(f"dpsynth: error: {exc}", file=sys.stderr)
+        return _EXIT_USER_ERROR
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a full disk, a file that vanished, permissions: one line, nothing half-written
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"dpsynth: error: {exc.strerror or exc}{where}.", file=sys.stderr)
         return _EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("dpsynth: interrupted", file=sys.stderr)
