@@ -14,6 +14,10 @@ Guarantees:
   the minimum of the PLD accountant (pessimistic discretisation, Koskela et al. / Doroshenko et al. 2022)
   and the RDP accountant (Mironov 2017, Mironov et al. 2019). Both are sound upper bounds, so their
   minimum is one too.
+- Large epsilons take a bounded, fast path: when the RDP bound already exceeds twice ``PLD_MAX_EPSILON`` (10),
+  ``"best"`` returns it without asking PLD (whose support, hence time and memory, grows with the privacy loss: 51 s and 1.1 GB
+  at epsilon 100, 11 minutes and 6 GB at 1000). Both are sound upper bounds; above 10 the PLD's tighter value
+  buys nothing a user could notice. ``check_privacy_params`` refuses targets above ``EPSILON_MAX``.
 - ``extra_delta`` (from thresholding mechanisms, e.g. partition selection) is subtracted from ``delta``
   before the accountants are asked: a mechanism that is, with probability 1 - c, a post-processing of an
   accounted mechanism adds at most c to delta under any composition.
@@ -52,6 +56,10 @@ _SWOR_ORDERS = [float(x) for x in range(2, 65)] + [80.0, 96.0, 128.0, 256.0]
 # PLD discretisation (issue 3): the pessimistic error grows with the number of compositions; reference case C
 # (225,000 steps) is 3e-3 above the exact value at 1e-4 and within 5e-4 at 3e-5.
 _PLD_INTERVAL, _PLD_FINE_INTERVAL, _PLD_FINE_ABOVE = 1e-4, 3e-5, 50_000
+#: above this epsilon the "best" accountant answers with RDP alone (see the module docstring)
+PLD_MAX_EPSILON = 10.0
+#: the largest finite target epsilon dpsynth accepts (no privacy is left to account for; use inf)
+EPSILON_MAX = 1000.0
 
 
 def _n_compositions(event: dp_event.DpEvent) -> int:
@@ -218,7 +226,10 @@ def _epsilon_of(events, delta: float, extra_delta: float, accountant: str) -> fl
         return _pld_epsilon(event, remaining)
     if accountant == "rdp":
         return _rdp_epsilon(event, remaining)
-    return min(_pld_epsilon(event, remaining), _rdp_epsilon(event, remaining))
+    rdp = _rdp_epsilon(event, remaining)
+    if rdp > 2 * PLD_MAX_EPSILON:
+        return rdp  # the fast path: PLD at this privacy loss costs minutes and gigabytes for no useful gain
+    return min(_pld_epsilon(event, remaining), rdp)
 
 
 def fits(
@@ -239,8 +250,9 @@ def fits(
             return True
         if delta - extra_delta <= 0:
             return False
-        if _rdp_epsilon(event, delta - extra_delta) <= target_epsilon:
+        rdp = _rdp_epsilon(event, delta - extra_delta)
+        if rdp <= target_epsilon:
             return True
-        if accountant == "rdp":
+        if accountant == "rdp" or rdp > 2 * PLD_MAX_EPSILON:  # "best" skips PLD where epsilon_of does
             return False
     return epsilon_of(events, delta, extra_delta=extra_delta, accountant="pld") <= target_epsilon

@@ -51,6 +51,8 @@ def _check(q: float, sigma: float, steps: int) -> None:
 def mu_poisson_clt(*, sample_rate: float, noise_multiplier: float, steps: int) -> float:
     """mu of DP-SGD from the Poisson central limit theorem (Bu et al. 2020). An approximation, not a bound."""
     _check(sample_rate, noise_multiplier, steps)
+    if noise_multiplier**-2 > 700:  # exp overflows: an epsilon this large has no meaningful mu
+        return math.inf
     return sample_rate * math.sqrt(steps * math.expm1(noise_multiplier**-2))
 
 
@@ -58,6 +60,8 @@ def mu_seed004(*, sample_rate: float, noise_multiplier: float, steps: int) -> fl
     """mu as computed by seed 004 (DP-TLDM): sqrt(b E / N) h(sigma) with b E / N = q^2 T."""
     _check(sample_rate, noise_multiplier, steps)
     s = noise_multiplier
+    if s**-2 > 700:  # exp overflows (epsilon in the hundreds): no finite mu to report
+        return math.inf
     h = math.sqrt(2.0 * (math.exp(s**-2) * norm.cdf(1.5 / s) + 3.0 * norm.cdf(-0.5 / s) - 2.0))
     return math.sqrt(sample_rate**2 * steps) * h
 
@@ -66,7 +70,10 @@ def gdp_delta(epsilon: float, mu: float) -> float:
     """delta(eps) of a mu-GDP mechanism."""
     if mu <= 0:
         return 0.0
-    return float(norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2))
+    if math.isinf(mu):
+        return 1.0
+    # exp(eps) * Phi(x) as exp(eps + log Phi(x)): finite for any eps (exp(eps) alone overflows above ~709)
+    return float(norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon + norm.logcdf(-epsilon / mu - mu / 2)))
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:
@@ -75,6 +82,8 @@ def gdp_epsilon(mu: float, delta: float) -> float:
         raise InputError(f"delta must be in (0, 1). Found {delta!r}.")
     if mu <= 0 or gdp_delta(0.0, mu) <= delta:
         return 0.0
+    if math.isinf(mu):
+        return math.inf
     hi = 1.0
     while gdp_delta(hi, mu) > delta:
         hi *= 2.0

@@ -26,7 +26,7 @@ from typing import Any
 from dp_accounting import dp_event
 
 from dpsynth.errors import BudgetExceededError, InputError
-from dpsynth.privacy.accounting import Accountant, check_accountant, epsilon_of, fits
+from dpsynth.privacy.accounting import EPSILON_MAX, PLD_MAX_EPSILON, Accountant, check_accountant, epsilon_of, fits
 from dpsynth.privacy.events import describe_event, event_from_dict, event_to_dict
 
 __all__ = ["LedgerEntry", "PrivacyLedger", "StepAllowance", "check_privacy_params", "warn_large_delta"]
@@ -45,6 +45,9 @@ def check_privacy_params(epsilon: float, delta: float, n_rows: int | None = None
         raise InputError(f"epsilon must be > 0 and finite (or inf for the non-private mode). Found {epsilon}.")
     if math.isinf(epsilon):
         return
+    if epsilon > EPSILON_MAX:
+        raise InputError(f"epsilon must be at most {EPSILON_MAX:g}: e^epsilon is then beyond any meaningful guarantee "
+                         f"(use inf for the explicit non-private mode). Found {epsilon:g}.")
     if not (0 < delta < 1):
         raise InputError(f"delta must be in (0, 1). Found {delta}.")
     if n_rows is not None:
@@ -267,7 +270,9 @@ class PrivacyLedger:
             "target_delta": self.target_delta,
             "accountant": self.accountant,
             "epsilon": _json_float(eps),
-            "epsilon_pld": _json_float(self.epsilon("pld")) if self.entries else 0.0,
+            # PLD is skipped where its cost explodes (accounting's fast path for large epsilons): None then
+            "epsilon_pld": (_json_float(self.epsilon("pld")) if eps <= 2 * PLD_MAX_EPSILON else None)
+            if self.entries else 0.0,
             "epsilon_rdp": _json_float(self.epsilon("rdp")) if self.entries else 0.0,
             "phases": {k: _json_float(v) for k, v in self.phases().items()},
             "gdp": _gdp_summary(self.gdp()),
@@ -298,7 +303,7 @@ class PrivacyLedger:
             )
         if len(phases) > 1:
             lines.append("  per phase (each alone): " + ", ".join(f"{k} {v:.4g}" for k, v in phases.items()))
-        gdp = _gdp_summary(self.gdp())
+        gdp = self.gdp()  # raw floats (inf prints as inf)
         if gdp is not None:
             partial = f" (not covering {', '.join(gdp['not_covered'])})" if gdp["not_covered"] else ""
             lines.append(
@@ -346,7 +351,9 @@ class StepAllowance:
 def _gdp_summary(report: dict[str, Any] | None) -> dict[str, Any] | None:
     keys = ("mu_clt", "mu_seed004", "separation_clt", "separation_seed004", "epsilon_from_mu_clt", "not_covered",
             "note")
-    return None if report is None else {k: report[k] for k in keys}
+    if report is None:
+        return None
+    return {k: _json_float(report[k]) if isinstance(report[k], float) else report[k] for k in keys}
 
 
 def _json_float(x: float) -> float | str:
