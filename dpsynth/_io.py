@@ -124,6 +124,7 @@ def read_table(path: str | os.PathLike, *, sep: str | None = None, as_text: bool
     if not path.is_file():
         raise InputError(f"No such file: {path}." if not path.exists() else f"Not a file: {path}.")
     suffixes = [s.lower() for s in path.suffixes]
+    _refuse_spreadsheets(path, suffixes)
     compressed = bool(suffixes) and suffixes[-1] in _TEXT_OPENERS
     kind = (suffixes[-2] if compressed and len(suffixes) > 1 else suffixes[-1]) if suffixes else ""
     try:
@@ -144,6 +145,20 @@ def read_table(path: str | os.PathLike, *, sep: str | None = None, as_text: bool
     except Exception as exc:  # noqa: BLE001 - parsers raise many types; all are a user's bad file
         reason = str(exc).splitlines()[0] if str(exc) else ""
         raise InputError(f"Cannot read {path} as a table: {type(exc).__name__}: {reason}".rstrip(": ") + ".") from exc
+
+
+_SPREADSHEETS = (".xlsx", ".xlsm", ".xls", ".ods", ".numbers")
+
+
+def _refuse_spreadsheets(path: Path, suffixes: list[str]) -> None:
+    """Excel / ODS files by suffix or by their magic bytes (an OLE2 or a zip container that is not a .zip)."""
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+    ole2 = head.startswith(b"\xd0\xcf\x11\xe0")
+    zipped = head.startswith(b"PK\x03\x04") and (not suffixes or suffixes[-1] != ".zip")
+    if (suffixes and suffixes[-1] in _SPREADSHEETS) or ole2 or zipped:
+        raise InputError(f"{path} is a spreadsheet (Excel/ODS) or another binary file; spreadsheets are not supported: "
+                         "save the sheet as CSV (or Parquet) and pass that file.")
 
 
 def _open_zip_member(path: Path):
@@ -180,9 +195,33 @@ def _check_rectangular(handle, path: Path, sep: str) -> None:
             continue
         if width is None:
             width = len(row)
+            _check_header(row, path, sep)
         elif len(row) != width:
             raise InputError(f"{path}: line {reader.line_num} has {len(row)} fields but the header has {width}; "
                              "fix the file (a ragged table would lose or shift values).")
+
+
+def _check_header(header: list[str], path: Path, sep: str) -> None:
+    """Refuse what pandas would silently repair: duplicate names (renamed a, a.1), a first line of data (a file
+    without a header loses that row to the header), a file in another separator (one column whose name holds
+    the real separator)."""
+    import re
+
+    names = [h.strip() for h in header]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InputError(f"{path}: the header names columns {dupes} more than once; give every column its own name.")
+    number = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+    if names and all(number.fullmatch(n) for n in names):
+        raise InputError(f"{path}: the first line holds only numbers ({len(names)} fields), so the file seems to have "
+                         "no header line; add one naming the columns (its first row would be taken as the header).")
+    if len(names) == 1:
+        for other in (";", "\t", "|", ","):
+            if other != sep and other in header[0]:
+                shown = "tab" if other == "\t" else repr(other)
+                raise InputError(f"{path}: the header has one column but contains {shown}: the file seems "
+                                 f"{shown}-separated, not {'tab' if sep == chr(9) else repr(sep)}-separated; pass the "
+                                 f"separator (--sep / read_table(sep=...)) or convert the file.")
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:

@@ -86,6 +86,7 @@ def _add_schema(sub) -> None:
     p.add_argument("action", choices=["infer"])
     p.add_argument("data", help="dataset name (e.g. adult) or CSV/Parquet path")
     p.add_argument("--target", help="target column")
+    p.add_argument("--sep", help="CSV field separator (default ',', tab for .tsv)")
     p.add_argument("-o", "--out", help="write here instead of stdout (.json or .yaml)")
     p.set_defaults(func=_cmd_schema)
 
@@ -97,6 +98,7 @@ def _add_fit(sub) -> None:
     p.add_argument("--epsilon", type=_epsilon, required=True, help="privacy budget; 'inf' = non-private mode")
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--schema", help="public schema file (JSON/YAML); without it, metadata is discovered with DP")
+    p.add_argument("--sep", help="CSV field separator (default ',', tab for .tsv)")
     p.add_argument("--metadata-share", type=float, default=0.1, help="share of epsilon for metadata")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
     p.add_argument("--seed", type=int, help="reproducible fit; whoever knows the seed can replay the DP noise: "
@@ -233,7 +235,7 @@ def _cmd_schema(args) -> int:
 
     if args.out:
         check_output_path(args.out)
-    train, _, _, target = load_table(args.data)
+    train, _, _, target = load_table(args.data, sep=args.sep)
     schema = infer_schema(train, target=args.target or target)
     print(
         "dpsynth: note: this schema was inferred by READING THE PRIVATE DATA (bounds, categories, special values).\n"
@@ -286,7 +288,7 @@ def _cmd_fit(args) -> int:
     check_output_path(args.out)
     schema = Schema.load(args.schema) if args.schema else None
     dtypes = args.dtypes or _default_dtypes(args.data)
-    train, _, bundled_schema, _ = load_table(args.data, as_text=schema is None and dtypes == "private")
+    train, _, bundled_schema, _ = load_table(args.data, as_text=schema is None and dtypes == "private", sep=args.sep)
     if schema is None and bundled_schema is not None:
         schema = bundled_schema
         print(f"dpsynth: using the public schema shipped for '{args.data}'", file=sys.stderr)

@@ -144,7 +144,7 @@ def schema(name: str) -> Schema | None:
     return None
 
 
-def load_table(spec: str, *, as_text: bool = False
+def load_table(spec: str, *, as_text: bool = False, sep: str | None = None
                ) -> tuple[pd.DataFrame, pd.DataFrame | None, Schema | None, str | None]:
     """Resolve a CLI data argument: a dataset name or a CSV/Parquet path (``as_text``: every cell of a file read
     as text, see :func:`dpsynth._io.read_table`; a registry dataset keeps its public dtypes).
@@ -160,4 +160,4 @@ def load_table(spec: str, *, as_text: bool = False
         data = load(spec)
         train, test = data if isinstance(data, tuple) else (data, None)
         return train, test, schema(spec), info.target
-    return read_table(spec, as_text=as_text), None, None, None
+    return read_table(spec, as_text=as_text, sep=sep), None, None, None

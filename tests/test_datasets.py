@@ -79,8 +79,12 @@ def test_file_dataset_from_a_user_path_env_and_cache(no_data_env, monkeypatch, n
 
 def test_a_file_without_the_target_column_is_not_the_dataset(no_data_env):
     path = _write_tiny(no_data_env / "user", "king")
-    (no_data_env / "user" / "cardio.csv.gz").write_bytes(path.read_bytes())  # king's file under cardio's name
-    with pytest.raises(InputError, match="not the 'cardio' dataset: it lacks the target column 'cardio'"):
+    (no_data_env / "user" / "universal_bank_loan.csv.gz").write_bytes(path.read_bytes())  # king's file as loan's
+    with pytest.raises(InputError, match="not the 'loan' dataset: it lacks the target column 'Personal Loan'"):
+        datasets.load("loan", path=no_data_env / "user")
+    # under cardio's name (a ';'-separated dataset) the separator gives it away first
+    (no_data_env / "user" / "cardio.csv.gz").write_bytes(path.read_bytes())
+    with pytest.raises(InputError, match="seems ','-separated, not ';'-separated"):
         datasets.load("cardio", path=no_data_env / "user")
 
 
