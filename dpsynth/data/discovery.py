@@ -375,24 +375,28 @@ def _floored(noisy: np.ndarray, sigma: float, *, zero_kept: bool, integral: bool
         edges = geometric_grid()
         near[np.searchsorted(edges, 1.0)] = near[np.searchsorted(edges, -1.0) - 1] = True
     kept = np.where(strict | (near & (noisy >= 2.0 * sigma)), noisy, 0.0)
-    return _main_run(kept)
+    return _main_runs(kept, 2.0 * _floor(sigma, np.append(noisy, 0.0)))
 
 
-def _main_run(kept: np.ndarray) -> np.ndarray:
-    """Only the contiguous run of non-empty decades around the largest one. A bin that clears the floor by
-    chance (1% per column) lies, almost always, decades away from the data; left in, it would set a bound of
-    1e9. Real mass separated from the bulk by a whole empty decade is clipped instead (with a warning). Exact
-    zeros are counted apart from this grid, so a mixed column's zeros never break its run."""
+def _main_runs(kept: np.ndarray, min_mass: float) -> np.ndarray:
+    """The contiguous runs of non-empty decades that carry real mass: the largest run, and every other run whose
+    noisy mass is at least ``min_mass`` (twice the floor) and ``TAIL`` of the total. A bin that clears the floor
+    by chance (1% per column) lies, almost always, decades away from the data and barely above the floor; left in,
+    it would set a bound of 1e9. Real mass in separate runs is kept: a symmetric column (a standard normal has
+    almost nothing in |x| < 0.01, so its negative and positive decades form two runs) or values near -1e308, 1 and
+    +1e308 (beyond the grid, they count in its outermost decades). Exact zeros are counted apart from this grid, so
+    a mixed column's zeros never break a run."""
     if not kept.any():
         return kept
-    top = int(np.argmax(kept))
-    lo, hi = top, top
-    while lo > 0 and kept[lo - 1] > 0:
-        lo -= 1
-    while hi < len(kept) - 1 and kept[hi + 1] > 0:
-        hi += 1
+    nonzero = kept > 0
+    starts = np.flatnonzero(nonzero & ~np.r_[False, nonzero[:-1]])
+    ends = np.flatnonzero(nonzero & ~np.r_[nonzero[1:], False])
+    masses = np.array([kept[a:b + 1].sum() for a, b in zip(starts, ends)])
+    threshold = max(min_mass, TAIL * float(masses.sum()))
     out = np.zeros_like(kept)
-    out[lo:hi + 1] = kept[lo:hi + 1]
+    for k, (a, b) in enumerate(zip(starts, ends)):
+        if k == int(np.argmax(masses)) or masses[k] >= threshold:
+            out[a:b + 1] = kept[a:b + 1]
     return out
 
 

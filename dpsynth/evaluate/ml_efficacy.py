@@ -94,7 +94,9 @@ def classification_scores(y_true: np.ndarray, proba: np.ndarray, classes: np.nda
     out: dict[str, tuple[float, str]] = {"accuracy": (float(np.mean(pred == y_true)), "")}
     present = np.unique(y_true)
     if positive is not None:  # binary
-        out["f1"] = (float(skm.f1_score(y_true, pred, pos_label=positive, zero_division=0)), "")
+        # F1 of the positive class as indicators: a predicted label the real data lacks (e.g. "__other__" of a
+        # DP-discovered column, present only in synthetic rows) is simply not the positive class
+        out["f1"] = (float(skm.f1_score(y_true == positive, pred == positive, zero_division=0)), "")
         if len(present) < 2:
             reason = f"test labels contain one class ({present[0]!r}): AUC and AP are undefined"
             out["auc"] = out["ap"] = (np.nan, reason)

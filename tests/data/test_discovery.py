@@ -195,3 +195,20 @@ def test_delta_larger_than_one_over_n_is_warned(adult_small, adult_schema):
 
     with pytest.warns(UserWarning, match="larger than 1/n"):
         MarginalsSynthesizer().fit(adult_small, epsilon=1.0, delta=1e-3, schema=adult_schema)
+
+
+def test_separate_runs_of_decades_keep_their_mass():
+    """Real mass on both sides of zero, or in decades far apart, is bounded as a whole (issue 15: a standard
+    normal column used to be bounded to [-10, -0.1], clipping half of its rows; values near -1e308, 1 and +1e308
+    kept only one run). Far values beyond the grid's 1e10 count in its outermost decades and are clipped there."""
+    from dpsynth.data.discovery import _discover_numeric
+
+    rng = np.random.default_rng(0)
+    ledger = _ledger()
+    normal = pd.Series(rng.normal(size=4000), name="x")
+    col, _ = _discover_numeric(normal, ledger, 100.0, rng)
+    assert col.lower <= -1 and col.upper >= 1
+    spread = pd.Series(np.r_[np.full(1500, -1e308), np.full(1500, 1.0), np.full(1500, 1e308)], name="far")
+    with pytest.warns(UserWarning, match=r"'far': about \d+ rows \(a DP estimate"):
+        col, _ = _discover_numeric(spread, ledger, 100.0, rng)
+    assert col.lower == -1e10 and col.upper == 1e10

@@ -275,6 +275,20 @@ def test_classification_scores_hand_computed():
     assert math.isnan(one["auc"][0]) and "one class" in one["auc"][1]
 
 
+def test_binary_scores_with_a_synthetic_only_label_hand_computed():
+    """A binary real target whose synthetic rows also hold "__other__" (a DP-discovered slot): the classifier
+    knows three classes; predicting "__other__" is a wrong, non-positive prediction (this used to raise
+    "Target is multiclass but average='binary'")."""
+    classes = np.array(["<=50K", ">50K", "__other__"], dtype=object)
+    y = np.array(["<=50K", ">50K", ">50K", "<=50K"], dtype=object)
+    proba = np.array([[0.1, 0.1, 0.8], [0.2, 0.7, 0.1], [0.2, 0.3, 0.5], [0.6, 0.3, 0.1]])
+    s = ml_efficacy.classification_scores(y, proba, classes, positive=">50K")
+    # predictions: __other__, >50K, __other__, <=50K -> 2 right of 4; positive: tp 1, fn 1, fp 0 -> F1 2/3
+    assert s["accuracy"][0] == pytest.approx(0.5)
+    assert s["f1"][0] == pytest.approx(2 / 3)
+    assert s["auc"][0] == pytest.approx(3.5 / 4)  # positives 0.7, 0.3 vs negatives 0.1, 0.3: 3 wins, 1 tie
+
+
 def test_average_precision_and_auc_hand_computed():
     classes = np.array(["a", "b"], dtype=object)
     y = np.array(["b", "a", "b", "a"], dtype=object)
