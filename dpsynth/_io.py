@@ -33,6 +33,7 @@ __all__ = [
     "check_table_output",
     "read_table",
     "write_table",
+    "write_table_chunks",
 ]
 
 TABLE_OUTPUT_SUFFIXES = (".csv", ".parquet")
@@ -222,6 +223,41 @@ def _check_header(header: list[str], path: Path, sep: str) -> None:
                 raise InputError(f"{path}: the header has one column but contains {shown}: the file seems "
                                  f"{shown}-separated, not {'tab' if sep == chr(9) else repr(sep)}-separated; pass the "
                                  f"separator (--sep / read_table(sep=...)) or convert the file.")
+
+
+def write_table_chunks(chunks, path: str | os.PathLike) -> tuple[Path, int]:
+    """Write an iterable of frames (same columns) as one CSV or Parquet file, atomically, holding one chunk in
+    memory at a time; returns (path, rows written)."""
+    path = check_table_output(path)
+    written = 0
+
+    def write_csv(tmp: Path) -> None:
+        nonlocal written
+        with open(tmp, "w", encoding="utf-8", newline="") as handle:
+            for i, chunk in enumerate(chunks):
+                chunk.to_csv(handle, index=False, header=i == 0)
+                written += len(chunk)
+
+    def write_parquet(tmp: Path) -> None:
+        nonlocal written
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        writer = None
+        try:
+            for chunk in chunks:
+                table = pa.Table.from_pandas(chunk, preserve_index=False,
+                                             schema=None if writer is None else writer.schema)
+                if writer is None:
+                    writer = pq.ParquetWriter(str(tmp), table.schema)
+                writer.write_table(table)
+                written += len(chunk)
+        finally:
+            if writer is not None:
+                writer.close()
+
+    atomic_write(path, write_parquet if path.suffix.lower() == ".parquet" else write_csv)
+    return path, written
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:

@@ -25,6 +25,7 @@ import math
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,12 +38,22 @@ from dpsynth.data.schema import Schema
 from dpsynth.errors import InputError, ModelFileError, NotFittedError, SchemaError
 from dpsynth.privacy.ledger import PrivacyLedger, check_privacy_params, warn_large_delta
 
-__all__ = ["Synthesizer", "FORMAT_VERSION"]
+__all__ = ["Synthesizer", "FORMAT_VERSION", "SAMPLE_CHUNK_ROWS", "check_seed"]
 
 FORMAT_VERSION = 1
 _META_KEY = "dpsynth"
 #: rows drawn from a trained model to estimate its own marginals for ``match_marginals`` (no private rows)
 MARGINAL_REFERENCE_ROWS = 50_000
+#: rows per chunk of :meth:`Synthesizer.sample_chunks` (memory is bounded by one chunk, not by n)
+SAMPLE_CHUNK_ROWS = 200_000
+
+
+def check_seed(seed: object) -> None:
+    """A seed is None (fresh operating-system entropy) or a non-negative integer (one InputError line)."""
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be a non-negative integer or None. Found {seed!r}.")
 
 
 class Synthesizer(ABC):
@@ -100,10 +111,12 @@ class Synthesizer(ABC):
             data = as_text(data)  # every cell as text first (a mixed-type object column is then just text)
         check_frame(data)
         check_privacy_params(epsilon, delta)  # never against len(data): its messages would print the exact n
+        check_seed(seed)
         if not self.supports_dp and not math.isinf(float(epsilon)):
             raise InputError(f"Model '{self.name}' is a non-private baseline: use epsilon=inf.")
-        if not (0.0 < metadata_share < 1.0):
-            raise InputError(f"metadata_share must be in (0, 1). Found {metadata_share}.")
+        if (isinstance(metadata_share, bool) or not isinstance(metadata_share, (int, float, np.number))
+                or not (0.0 < metadata_share < 1.0)):
+            raise InputError(f"metadata_share must be a number in (0, 1). Found {metadata_share!r}.")
         if dtypes not in DTYPE_MODES:
             raise InputError(f"dtypes must be one of {', '.join(DTYPE_MODES)}. Found {dtypes!r}.")
         if schema is not None and schema.provenance == "inferred" and not math.isinf(float(epsilon)):
@@ -146,19 +159,39 @@ class Synthesizer(ABC):
     # ------------------------------------------------------------------ sample
     def sample(self, n: int | None = None, *, seed: int | None = None) -> pd.DataFrame:
         """Draw ``n`` synthetic rows (default: :attr:`row_count_`, the DP row count); post-processing only (never
-        reads private rows). Passing the exact private row count would publish it: leave ``n`` out for a release."""
+        reads private rows). Passing the exact private row count would publish it: leave ``n`` out for a release.
+
+        The rows are those of :meth:`sample_chunks` concatenated: the same seed gives the same rows either way."""
+        chunks = list(self.sample_chunks(n, seed=seed))
+        return chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
+
+    def sample_chunks(self, n: int | None = None, *, seed: int | None = None,
+                      chunk_rows: int = SAMPLE_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+        """Yield the rows of :meth:`sample` in chunks of at most ``chunk_rows`` (bounded memory at any ``n``; the
+        CLI streams them to disk). Chunk ``i`` draws from the ``i``-th child of ``SeedSequence(seed)``, so the rows
+        depend on the seed and on ``chunk_rows`` only, not on how they are consumed."""
         self._check_fitted()
         if n is None:
             n = self.row_count_
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise InputError(f"n must be a non-negative integer. Found {n!r}.")
-        rng = np.random.default_rng(seed)
-        frame = self._sample(int(n), rng=rng)
-        if getattr(self, "marginal_map_", None) is not None:
-            frame = self.marginal_map_.apply(frame, rng)
+        check_seed(seed)
+        if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
+            raise InputError(f"chunk_rows must be a positive integer. Found {chunk_rows!r}.")
         from dpsynth.data.frame import restore_dtypes
 
-        return restore_dtypes(frame, self.schema_)
+        root = np.random.SeedSequence(seed)
+        n, done = int(n), 0
+        while True:
+            rows = min(int(chunk_rows), n - done)
+            rng = np.random.default_rng(root.spawn(1)[0])
+            frame = self._sample(rows, rng=rng)
+            if getattr(self, "marginal_map_", None) is not None:
+                frame = self.marginal_map_.apply(frame, rng)
+            yield restore_dtypes(frame, self.schema_)
+            done += rows
+            if done >= n:
+                return
 
     @abstractmethod
     def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:

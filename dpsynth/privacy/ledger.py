@@ -34,8 +34,13 @@ __all__ = ["LedgerEntry", "PrivacyLedger", "StepAllowance", "check_privacy_param
 NEIGHBOURING = "add/remove one record"
 
 
-def check_privacy_params(epsilon: float, delta: float, n_rows: int | None = None) -> None:
-    """Validate a privacy target; raise :class:`InputError` with the rule and the value found."""
+def check_privacy_params(epsilon: float, delta: float, n_rows: int | None = None, *, capped: bool = True) -> None:
+    """Validate a privacy target; raise :class:`InputError` with the rule and the value found.
+
+    ``capped``: refuse finite targets above ``EPSILON_MAX`` (what a fit accepts); a bare ledger (audits, tests of
+    the accountants) may hold any finite target."""
+    if isinstance(epsilon, bool) or isinstance(delta, bool):  # float(True) == 1.0: a typo, never a budget
+        raise InputError(f"epsilon and delta must be numbers, not booleans. Found {epsilon!r}, {delta!r}.")
     try:
         epsilon = float(epsilon)
         delta = float(delta)
@@ -45,7 +50,7 @@ def check_privacy_params(epsilon: float, delta: float, n_rows: int | None = None
         raise InputError(f"epsilon must be > 0 and finite (or inf for the non-private mode). Found {epsilon}.")
     if math.isinf(epsilon):
         return
-    if epsilon > EPSILON_MAX:
+    if capped and epsilon > EPSILON_MAX:
         raise InputError(f"epsilon must be at most {EPSILON_MAX:g}: e^epsilon is then beyond any meaningful guarantee "
                          f"(use inf for the explicit non-private mode). Found {epsilon:g}.")
     if not (0 < delta < 1):
@@ -109,7 +114,7 @@ class PrivacyLedger:
     """
 
     def __init__(self, *, target_epsilon: float, target_delta: float, accountant: Accountant = "best"):
-        check_privacy_params(target_epsilon, target_delta)
+        check_privacy_params(target_epsilon, target_delta, capped=False)
         check_accountant(accountant)
         self.target_epsilon = float(target_epsilon)
         self.target_delta = float(target_delta)
