@@ -75,6 +75,23 @@ class Synthesizer(ABC):
     def get_params(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._param_names()}
 
+    #: float hyper-parameters for which 0 is meaningful (all others must be > 0)
+    zero_allowed: ClassVar[tuple[str, ...]] = ()
+
+    def check_params(self) -> None:
+        """Type- and range-check every hyper-parameter against its default, before any work (one InputError line
+        naming it): booleans stay booleans, integers are integers >= 1, floats finite numbers > 0 (or >= 0 when
+        listed in ``zero_allowed``), text stays text, tuples are tuples of integers >= 1; then the model's own
+        ``_check_params`` (choices, relations between parameters), if it has one."""
+        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()
+                    if p.name != "self" and p.kind == p.KEYWORD_ONLY}
+        for name, default in defaults.items():
+            value = getattr(self, name)
+            _check_param(name, value, default, zero_ok=name in self.zero_allowed)
+        check = getattr(self, "_check_params", None)
+        if check is not None:
+            check()
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
@@ -112,6 +129,7 @@ class Synthesizer(ABC):
         check_frame(data)
         check_privacy_params(epsilon, delta)  # never against len(data): its messages would print the exact n
         check_seed(seed)
+        self.check_params()  # before the metadata phase: a typo must not cost budget
         if not self.supports_dp and not math.isinf(float(epsilon)):
             raise InputError(f"Model '{self.name}' is a non-private baseline: use epsilon=inf.")
         if (isinstance(metadata_share, bool) or not isinstance(metadata_share, (int, float, np.number))
@@ -297,6 +315,30 @@ def read_model_file(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], d
             f"{path} has model format {header.get('format_version')}; this dpsynth reads format {FORMAT_VERSION}."
         )
     return tensors, header
+
+
+def _check_param(name: str, value: Any, default: Any, *, zero_ok: bool) -> None:
+    def bad(rule: str) -> InputError:
+        return InputError(f"hyper-parameter {name} must be {rule}. Found {value!r}.")
+
+    if isinstance(default, bool):
+        if not isinstance(value, (bool, np.bool_)):
+            raise bad("true or false")
+    elif isinstance(default, int):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise bad("an integer >= 1")
+    elif isinstance(default, float):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            raise bad("a number")
+        if not math.isfinite(float(value)) or value < 0 or (value == 0 and not zero_ok):
+            raise bad("a finite number >= 0" if zero_ok else "a finite number > 0")
+    elif isinstance(default, str):
+        if not isinstance(value, str):
+            raise bad("text")
+    elif isinstance(default, tuple):
+        if (not isinstance(value, (tuple, list)) or not value
+                or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in value)):
+            raise bad("a non-empty list of integers >= 1")
 
 
 def _json_default(obj: Any) -> Any:

@@ -81,6 +81,7 @@ class DPAutoGAN(Synthesizer):
     """
 
     name = "dp-auto-gan"
+    zero_allowed = ("gp_weight",)  # 0 is meaningful (see check_params)
     fast_params = {"ae_steps": 30, "ae_batch_size": 32, "critic_steps": 30, "gan_batch_size": 32, "critic_iters": 3,
                    "ae_hidden": (32,), "latent_dim": 8, "noise_dim": 16, "generator_hidden": (16,),
                    "critic_hidden": (32,), "calibration_accountant": "rdp"}
@@ -115,10 +116,10 @@ class DPAutoGAN(Synthesizer):
     ):
         self.numeric = numeric
         self.latent_dim = latent_dim
-        self.ae_hidden = tuple(ae_hidden)
+        self.ae_hidden = tuple(ae_hidden) if isinstance(ae_hidden, (list, tuple)) else ae_hidden  # checked in check_params
         self.noise_dim = noise_dim
-        self.generator_hidden = tuple(generator_hidden)
-        self.critic_hidden = tuple(critic_hidden)
+        self.generator_hidden = tuple(generator_hidden) if isinstance(generator_hidden, (list, tuple)) else generator_hidden  # checked in check_params
+        self.critic_hidden = tuple(critic_hidden) if isinstance(critic_hidden, (list, tuple)) else critic_hidden  # checked in check_params
         self.encoder = encoder
         self.ae_steps = ae_steps
         self.ae_batch_size = ae_batch_size

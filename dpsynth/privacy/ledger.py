@@ -41,6 +41,8 @@ def check_privacy_params(epsilon: float, delta: float, n_rows: int | None = None
     the accountants) may hold any finite target."""
     if isinstance(epsilon, bool) or isinstance(delta, bool):  # float(True) == 1.0: a typo, never a budget
         raise InputError(f"epsilon and delta must be numbers, not booleans. Found {epsilon!r}, {delta!r}.")
+    if isinstance(epsilon, (str, bytes)) or isinstance(delta, (str, bytes)):
+        raise InputError(f"epsilon and delta must be numbers, not text. Found {epsilon!r}, {delta!r}.")
     try:
         epsilon = float(epsilon)
         delta = float(delta)
