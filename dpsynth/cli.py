@@ -357,22 +357,39 @@ def _cmd_info(args) -> int:
         print(json.dumps(names) if args.json else "\n".join(names))
         return 0
     _, header = read_model_file(args.model_file)
+    ledger_dict, flags = _checked_ledger(header)
     if args.json:
-        keys = ("model", "dpsynth_version", "params", "schema", "ledger", "fit")
-        print(json.dumps({k: header.get(k) for k in keys}, indent=2))
+        keys = ("model", "dpsynth_version", "params", "schema", "fit")
+        out = {k: header.get(k) for k in keys}
+        out["ledger"] = ledger_dict  # recomputed from the events, never the stored summary
+        out["ledger_flags"] = flags
+        print(json.dumps(out, indent=2))
         return 0
     ledger = PrivacyLedger.from_dict(header["ledger"])
     print(f"model: {header['model']} (dpsynth {header['dpsynth_version']})")
     print(f"parameters: {json.dumps(header['params'])}")
     schema = header["schema"]
-    print(f"schema ({schema.get('provenance')}): {len(schema['columns'])} columns, target {schema.get('target')}")
+    print(f"schema ({schema.get('provenance')}): {len(schema.get('columns', []))} columns, target {schema.get('target')}")
     fit = header.get("fit") or {}
     if fit:
         seeded = "yes: the noise is reproducible from that seed, keep it secret" if fit.get("seeded") else "no"
         print(f"fit: metadata share {fit.get('metadata_share')}, public schema {fit.get('public_schema')}, "
               f"seeded {seeded}")
-    print(ledger)  # includes the Gaussian-DP view (mu, separation) beside epsilon
+    print(ledger)  # recomputed from the events; includes the Gaussian-DP view (mu, separation)
+    for flag in flags:
+        print(f"WARNING: {flag}")
     return 0
+
+
+def _checked_ledger(header: dict) -> tuple[dict, list[str]]:
+    from dpsynth.models import get_model_class
+    from dpsynth.models._file import ledger_check
+
+    try:
+        phases = get_model_class(header["model"]).phases
+    except DPSynthError:
+        phases = ()
+    return ledger_check(header, phases)
 
 
 def _cmd_demo(args) -> int:

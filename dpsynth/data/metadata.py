@@ -11,7 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import math
+
 import numpy as np
+
+from dpsynth.errors import InputError
 
 __all__ = ["NumericHistogram", "CategoricalHistogram", "DPMetadata"]
 
@@ -29,6 +33,14 @@ class NumericHistogram:
     counts: np.ndarray
     special_counts: dict[float, float] = field(default_factory=dict)
     missing: float = 0.0
+
+    def __post_init__(self) -> None:
+        edges, counts = np.asarray(self.edges, dtype=float), np.asarray(self.counts, dtype=float)
+        if edges.ndim != 1 or len(edges) < 2 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) < 0):
+            raise InputError(f"histogram edges must be >= 2 finite, increasing numbers. Found {_short(edges)}.")
+        if counts.shape != (len(edges) - 1,):
+            raise InputError(f"a histogram needs one count per bin ({len(edges) - 1}). Found {counts.shape[0]} counts.")
+        _check_counts(np.r_[counts, list(self.special_counts.values()), [self.missing]])
 
     def total(self) -> float:
         return float(self.counts.sum() + sum(self.special_counts.values()) + self.missing)
@@ -60,6 +72,13 @@ class CategoricalHistogram:
     counts: np.ndarray
     missing: float = 0.0
 
+    def __post_init__(self) -> None:
+        counts = np.asarray(self.counts, dtype=float)
+        if counts.shape != (len(self.categories),):
+            raise InputError(f"a categorical histogram needs one count per category ({len(self.categories)}). "
+                             f"Found {counts.size}.")
+        _check_counts(np.r_[counts, [self.missing]])
+
     def total(self) -> float:
         return float(self.counts.sum() + self.missing)
 
@@ -85,6 +104,10 @@ class DPMetadata:
     non_private: bool = False
     sigma: float = 0.0  # std of the Gaussian noise on every released count (0 in non-private mode)
 
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.n_rows) and self.n_rows > 0) or not (math.isfinite(self.sigma) and self.sigma >= 0):
+            raise InputError(f"n_rows must be a finite number > 0 and sigma >= 0. Found {self.n_rows!r}, {self.sigma!r}.")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_rows": float(self.n_rows),
@@ -99,3 +122,13 @@ class DPMetadata:
         for k, v in d.get("histograms", {}).items():
             hists[k] = NumericHistogram.from_dict(v) if v["type"] == "numeric" else CategoricalHistogram.from_dict(v)
         return cls(float(d["n_rows"]), hists, bool(d.get("non_private", False)), float(d.get("sigma", 0.0)))
+
+
+def _check_counts(values: np.ndarray) -> None:
+    if not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise InputError(f"histogram counts must be finite and >= 0 (noisy counts are clipped at 0). "
+                         f"Found {_short(values)}.")
+
+
+def _short(values: np.ndarray) -> str:
+    return np.array2string(np.asarray(values)[:6], precision=4, separator=", ") + (" ..." if np.size(values) > 6 else "")

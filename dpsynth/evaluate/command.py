@@ -86,10 +86,12 @@ def load_ledger(model_path: str | None) -> dict[str, Any] | None:
         return None
     from dpsynth.models.base import read_model_file
 
-    _, header = read_model_file(model_path)
-    ledger = header.get("ledger")
-    if not isinstance(ledger, dict):
-        raise InputError(f"{model_path} has no privacy ledger in its header.")
+    from dpsynth.models._file import ledger_check
+
+    _, header = read_model_file(model_path)  # checks the header's structure and digest
+    ledger, flags = ledger_check(header)  # recomputed from the events, never the stored summary
+    if flags:
+        ledger = {**ledger, "flags": flags}
     return {**ledger, **_gdp_view(ledger)}
 
 

@@ -116,6 +116,8 @@ def ledger_html(ledger: dict[str, Any]) -> str:
              and isinstance(v, (int, float, str))]
     head = [{"quantity": k, "value": ledger[k]} for k in known + extra if k in ledger]
     parts = [table_html(head, ["quantity", "value"])]
+    for flag in ledger.get("flags") or []:  # from the ledger recomputed out of the model file's events
+        parts.insert(0, f"<p class='warning'><strong>Warning:</strong> {html.escape(str(flag))}</p>")
     phases = ledger.get("phases") or {}
     if phases:
         parts.append("<h3>Per phase</h3>" + table_html([{"phase": k, "epsilon": v} for k, v in phases.items()],

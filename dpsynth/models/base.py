@@ -35,13 +35,12 @@ import torch
 from dpsynth.data.frame import check_frame, conform
 from dpsynth.data.metadata import DPMetadata
 from dpsynth.data.schema import Schema
-from dpsynth.errors import InputError, ModelFileError, NotFittedError, SchemaError
+from dpsynth.errors import DPSynthError, InputError, ModelFileError, NotFittedError, SchemaError
+from dpsynth.models._file import FORMAT_VERSION, META_KEY, content_digest, read_model_file
 from dpsynth.privacy.ledger import PrivacyLedger, check_privacy_params, warn_large_delta
 
-__all__ = ["Synthesizer", "FORMAT_VERSION", "SAMPLE_CHUNK_ROWS", "check_seed"]
+__all__ = ["Synthesizer", "FORMAT_VERSION", "SAMPLE_CHUNK_ROWS", "check_seed", "read_model_file"]
 
-FORMAT_VERSION = 1
-_META_KEY = "dpsynth"
 #: rows drawn from a trained model to estimate its own marginals for ``match_marginals`` (no private rows)
 MARGINAL_REFERENCE_ROWS = 50_000
 #: rows per chunk of :meth:`Synthesizer.sample_chunks` (memory is bounded by one chunk, not by n)
@@ -63,6 +62,8 @@ class Synthesizer(ABC):
     name: ClassVar[str] = ""
     #: True if the model can run with a finite epsilon (False for purely non-private baselines)
     supports_dp: ClassVar[bool] = True
+    #: the ledger phases a fit of this model may record (``info`` flags events of any other phase)
+    phases: ClassVar[tuple[str, ...]] = ()
     #: hyper-parameters small enough for the contract suite and smoke tests (seconds on Adult slices)
     fast_params: ClassVar[dict[str, Any]] = {}
 
@@ -247,8 +248,10 @@ class Synthesizer(ABC):
             "fit": getattr(self, "fit_info_", {}),
         }
         tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
-        text = json.dumps(header, allow_nan=False, default=_json_default)
-        return atomic_write(path, lambda p: save_file(tensors, str(p), metadata={_META_KEY: text}))
+        header = json.loads(json.dumps(header, allow_nan=False, default=_json_default))  # plain JSON types
+        header["digest"] = content_digest(header, tensors)  # detects corruption on load (not a signature)
+        text = json.dumps(header, allow_nan=False)
+        return atomic_write(path, lambda p: save_file(tensors, str(p), metadata={META_KEY: text}))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Synthesizer:
@@ -256,10 +259,29 @@ class Synthesizer(ABC):
         from dpsynth.models import get_model_class
 
         tensors, header = read_model_file(path)
-        model_cls = get_model_class(header["model"]) if cls is Synthesizer else cls
+        try:
+            model_cls = get_model_class(header["model"]) if cls is Synthesizer else cls
+        except InputError as exc:
+            raise ModelFileError(f"{path}: {exc}") from exc
         if model_cls.name != header["model"]:
             raise ModelFileError(f"{path} holds a '{header['model']}' model, not '{model_cls.name}'.")
+        try:
+            model = cls._from_header(model_cls, tensors, header)
+            model.sample(2, seed=0)  # the pieces fit together (shapes, histograms, schema): else a bad file
+        except ModelFileError:
+            raise
+        except (DPSynthError, KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as exc:
+            reason = " ".join(str(exc).split())[:300]
+            raise ModelFileError(f"{path}: malformed model file ({type(exc).__name__}: {reason}).") from exc
+        return model
+
+    @staticmethod
+    def _from_header(model_cls, tensors, header) -> Synthesizer:
+        unknown = set(header["params"]) - set(model_cls._param_names())
+        if unknown:
+            raise ModelFileError(f"unknown hyper-parameters {sorted(unknown)} for a '{model_cls.name}' model.")
         model = model_cls(**header["params"])
+        model.check_params()
         model.schema_ = Schema.from_dict(header["schema"])
         model.ledger_ = PrivacyLedger.from_dict(header["ledger"])
         model.metadata_ = DPMetadata.from_dict(header["metadata"])
@@ -289,32 +311,6 @@ class Synthesizer(ABC):
     def epsilon_(self) -> float:
         self._check_fitted()
         return self.ledger_.epsilon()
-
-
-def read_model_file(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """Return (tensors, header) of a model file; raise ModelFileError when it is not one."""
-    from safetensors import safe_open
-
-    path = Path(path)
-    if not path.is_file():
-        raise ModelFileError(f"No model file at {path}.")
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            meta = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
-    except Exception as exc:  # noqa: BLE001 - safetensors raises its own types for corrupt files
-        raise ModelFileError(f"{path} is not a dpsynth model file ({type(exc).__name__}: {exc}).") from exc
-    if _META_KEY not in meta:
-        raise ModelFileError(f"{path} is a safetensors file but not a dpsynth model (no '{_META_KEY}' header).")
-    try:
-        header = json.loads(meta[_META_KEY])
-    except json.JSONDecodeError as exc:
-        raise ModelFileError(f"{path}: the model header is not valid JSON ({exc}).") from exc
-    if header.get("format_version") != FORMAT_VERSION:
-        raise ModelFileError(
-            f"{path} has model format {header.get('format_version')}; this dpsynth reads format {FORMAT_VERSION}."
-        )
-    return tensors, header
 
 
 def _check_param(name: str, value: Any, default: Any, *, zero_ok: bool) -> None:

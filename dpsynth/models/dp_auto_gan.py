@@ -81,6 +81,7 @@ class DPAutoGAN(Synthesizer):
     """
 
     name = "dp-auto-gan"
+    phases = ("metadata", "autoencoder", "gan")
     zero_allowed = ("gp_weight",)  # 0 is meaningful (see check_params)
     fast_params = {"ae_steps": 30, "ae_batch_size": 32, "critic_steps": 30, "gan_batch_size": 32, "critic_iters": 3,
                    "ae_hidden": (32,), "latent_dim": 8, "noise_dim": 16, "generator_hidden": (16,),

@@ -76,6 +76,7 @@ class DPTLDM(Synthesizer):
     """
 
     name = "dp-tldm"
+    phases = ("metadata", "vae", "diffusion")
     zero_allowed = ("sample_eta",)  # 0 is meaningful (see check_params)
     fast_params = {"latent_dim": 4, "vae_hidden": 32, "vae_layers": 1, "denoiser_hidden": 32, "denoiser_layers": 1,
                    "vae_batch_size": 200, "vae_epochs": 2, "diffusion_batch_size": 200, "diffusion_epochs": 2,

@@ -31,6 +31,7 @@ class MarginalsSynthesizer(Synthesizer):
     """Independent DP marginals. No hyper-parameters beyond ``reuse_metadata``."""
 
     name = "marginals"
+    phases = ("metadata", "marginals")
 
     def __init__(self, *, reuse_metadata: bool = True):
         self.reuse_metadata = reuse_metadata
