@@ -24,7 +24,7 @@ from typing import Any
 
 from dpsynth.errors import ModelFileError
 
-__all__ = ["FORMAT_VERSION", "META_KEY", "content_digest", "read_model_file", "check_header", "ledger_check"]
+__all__ = ["FORMAT_VERSION", "META_KEY", "check_header", "content_digest", "ledger_check", "read_model_file"]
 
 FORMAT_VERSION = 1
 META_KEY = "dpsynth"
@@ -67,7 +67,7 @@ def read_model_file(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, 
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
             tensors = {k: f.get_tensor(k) for k in f.keys()}
-    except Exception as exc:  # noqa: BLE001 - safetensors raises its own types for corrupt files
+    except Exception as exc:
         raise ModelFileError(f"{path} is not a dpsynth model file ({type(exc).__name__}: {exc}).") from exc
     if META_KEY not in meta:
         raise ModelFileError(f"{path} is a safetensors file but not a dpsynth model (no '{META_KEY}' header).")
@@ -113,7 +113,7 @@ def ledger_check(header: dict[str, Any], phases: tuple[str, ...] = ()) -> tuple[
     stored = header["ledger"]
     try:
         ledger = PrivacyLedger.from_dict(stored)
-    except Exception as exc:  # noqa: BLE001 - any malformed event list is a bad file
+    except Exception as exc:
         raise ModelFileError(f"the model's ledger cannot be read ({type(exc).__name__}: {exc}).") from exc
     recomputed = ledger.to_dict()
     flags = []

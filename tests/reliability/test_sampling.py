@@ -46,7 +46,7 @@ def test_bad_sizes_are_one_line_errors(model, bad):
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_cli_streams_chunks_into_one_file(model, tmp_path, suffix, capsys, monkeypatch):
-    import dpsynth.models.base as base
+    from dpsynth.models import base
 
     path = tmp_path / "m.dpsynth"
     model.save(path)
