@@ -11,9 +11,15 @@ eps_LB; if eps_LB exceeds what the ledger claims, the implementation (or its acc
   independently w.p. 1/2 in ONE training run; the auditor guesses r of them, v correctly. Valid with probability
   >= 1 - p.
 - ``CanaryAudit`` (one-run, any model): draws the inclusion of m canaries and turns membership scores into a bound.
-- ``audit_dpsgd``: white-box DP-SGD audit with Dirac gradient canaries (each canary's gradient is C along its own
-  parameter coordinate; the score is the trained parameter along that coordinate). This is the strongest
-  membership test for a given (q, sigma, T), so a missing noise term makes eps_LB jump far above the claim.
+- ``audit_dpsgd``: white-box DP-SGD audit with Dirac gradient canaries (Nasr et al. 2023 "Tight auditing of
+  differentially private machine learning"; one-run as Steinke et al.): each canary's clipped gradient is C along its
+  own parameter coordinate, the auditor sees every iterate and scores each canary by the likelihood ratio of its
+  coordinate's updates. With 100,000 canaries spread over independent runs it catches a claim of epsilon = 1 whose
+  noise is half what the ledger assumes (a sensitivity halved by mistake) or whose q is half the real one.
+
+What an audit can and cannot show: ``eps_LB > claimed epsilon`` (with probability >= 1 - p) proves the claim false.
+``eps_LB <= claimed`` ("consistent") proves nothing about the claim: it says this attack, at this number of canaries,
+did not refute it. ``max_eps_lower_bound`` says how far the audit could have reached at all.
 """
 
 from __future__ import annotations
@@ -95,12 +101,25 @@ def eps_lower_bound_one_run(m: int, r: int, v: int, *, p: float = 0.05, delta: f
 
 @dataclass(frozen=True)
 class AuditResult:
+    """An audit's epsilon lower bound, its raw counts, and the largest bound it could have reached.
+
+    ``max_eps_lower_bound`` is the bound every guess right would give (same m, guesses, p, delta): an audit can only
+    refute a claim below it, so an audit whose maximum is below the claim has no power. ``claimed_epsilon`` is the
+    ledger's epsilon per canary when the audit ran the mechanism itself (``audit_dpsgd``), else NaN."""
+
     eps_lower_bound: float
     m: int
     guesses: int
     correct: int
     p: float
     delta: float
+    max_eps_lower_bound: float = math.nan
+    claimed_epsilon: float = math.nan
+
+    @property
+    def exceeds(self) -> bool:
+        """The audit refutes the claim (only meaningful when ``claimed_epsilon`` is known)."""
+        return self.eps_lower_bound > self.claimed_epsilon
 
 
 class CanaryAudit:
@@ -131,7 +150,8 @@ class CanaryAudit:
         correct = int(self.included[guess_in].sum()) + int((~self.included[guess_out]).sum())
         r = k_plus + k_minus
         eps = eps_lower_bound_one_run(self.m, r, correct, p=p, delta=delta)
-        return AuditResult(eps, self.m, r, correct, p, delta)
+        return AuditResult(eps, self.m, r, correct, p, delta,
+                           max_eps_lower_bound=eps_lower_bound_one_run(self.m, r, r, p=p, delta=delta))
 
 
 def audit_dpsgd(
@@ -140,37 +160,79 @@ def audit_dpsgd(
     ledger,
     m: int = 1000,
     steps: int = 100,
+    runs: int = 1,
     k: int | None = None,
     p: float = 0.05,
     seed: int = 0,
 ) -> AuditResult:
     """White-box one-run audit of :class:`~dpsynth.privacy.dpsgd.DPSGD` with Dirac gradient canaries.
 
-    The dataset is the included canaries; canary j's loss is ``-C * w[j]`` for a linear parameter ``w`` of size m,
-    so its per-example gradient is exactly C along coordinate j and nothing else. After ``steps`` SGD steps the score
-    of canary j is ``w[j]`` = (C x times sampled + noise) / (q n). Guesses: top k and bottom k scores (default m/10 each).
-    The DP-SGD phase is charged to ``ledger`` (phase "audit"); compare the result with ``ledger.epsilon()``.
+    Each of ``runs`` independent runs trains a linear parameter ``w`` of size ``m`` by DP-SGD (lr 1) on the
+    canaries of that run that are included (each w.p. 1/2): canary j's loss is ``-2C * w[j]``, so its per-example
+    gradient is 2C along coordinate j, clipped by DP-SGD to C, and nothing else. The auditor sees every iterate
+    (the threat model the accountant assumes) and scores canary j by the log-likelihood ratio of its T
+    observations x_t = (w_t[j] - w_{t-1}[j]) * divisor / (sigma C) under "in" (a mixture: shifted by 1/sigma with
+    probability q) against "out" (N(0, 1)), with the claimed q and sigma. Guesses: "in" for the top ``k`` and
+    "out" for the bottom ``k`` of all ``runs * m`` scores (default ``k``: M / 300, at least 10); the bound is
+    ``eps_lower_bound_one_run`` over M = runs * m canaries, valid because each canary touches only its own run.
+
+    Power: the score is the optimal test for one canary, so with M = 100,000 canaries (e.g. 50 runs of 2,000) the
+    bound reaches about 0.5 for a correct claim of epsilon = 1 (delta = 1e-5) and about 1.2-1.3 when the noise is
+    half what the ledger assumes or q twice what it records (true epsilon 2-2.5); see tests/privacy/test_audit.py.
+    The construction targets per-example clipping: under batch or microbatch clipping the canaries share one
+    clipped aggregate, so each is scaled down and the bound (still valid) has little power.
+
+    The first run is charged to ``ledger`` (phase "audit"); each further run to a fresh ledger with the same
+    targets. ``claimed_epsilon`` in the result is the largest of their epsilons.
     """
     from dpsynth.privacy.dpsgd import DPSGD  # local: audit must not make dpsgd import-cyclic
+    from dpsynth.privacy.ledger import PrivacyLedger
 
+    for name, value, low in (("m", m, 2), ("steps", steps, 1), ("runs", runs, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InputError(f"{name} must be an integer >= {low}. Found {value!r}.")
     gen = torch.Generator().manual_seed(seed)
-    audit = CanaryAudit(m, generator=gen)
-    members = torch.nonzero(audit.included).squeeze(1)
-    if len(members) == 0:
-        raise InputError("no canary was included; use a larger m. Found 0.")
-    model = nn.Linear(m, 1, bias=False)
-    nn.init.zeros_(model.weight)
-    c = float(config.max_grad_norm)
-    rows = torch.eye(m)[members] * c  # private row i is canary members[i]: C times a unit vector
+    audit = CanaryAudit(m * runs, generator=gen)
+    c, sigma, q = float(config.max_grad_norm), float(config.noise_multiplier), float(config.sample_rate)
+    scores = torch.zeros(m * runs, dtype=torch.float64)
+    claimed = 0.0
+    for run in range(runs):
+        run_ledger = ledger if run == 0 else PrivacyLedger(
+            target_epsilon=ledger.target_epsilon, target_delta=ledger.target_delta, accountant=ledger.accountant)
+        included = audit.included[run * m:(run + 1) * m]
+        members = torch.nonzero(included).squeeze(1)
+        if len(members) == 0:
+            raise InputError(f"no canary was included in run {run}; use a larger m. Found m={m}.")
+        model = nn.Linear(m, 1, bias=False)
+        nn.init.zeros_(model.weight)
+        rows = torch.eye(m)[members] * (2.0 * c)  # private row i is canary members[i]: clipped from 2C to C
 
-    def loss(model_fn, x):
-        return -model_fn(x).sum()
+        def loss(model_fn, x):
+            return -model_fn(x).sum()
 
-    opt = torch.optim.SGD(model.parameters(), lr=1.0)
-    engine = DPSGD(model, opt, config, ledger=ledger, phase="audit", max_steps=steps, generator=gen,
-                   n_rows=len(members))
-    for idx in engine.batches():
-        engine.step(loss, (rows[idx],))
-    scores = model.weight.detach().reshape(-1).double()
-    k = max(1, m // 10) if k is None else k
-    return audit.lower_bound(scores, k_plus=k, k_minus=k, p=p, delta=ledger.delta)
+        opt = torch.optim.SGD(model.parameters(), lr=1.0)
+        engine = DPSGD(model, opt, config, ledger=run_ledger, phase="audit", max_steps=steps, generator=gen,
+                       n_rows=len(members))
+        scale = engine.expected_batch_size / (sigma * c)
+        before = torch.zeros(m, dtype=torch.float64)
+        run_scores = torch.zeros(m, dtype=torch.float64)
+        for idx in engine.batches():
+            engine.step(loss, (rows[idx],))
+            now = model.weight.detach().reshape(-1).double()
+            x = (now - before) * scale
+            before = now
+            run_scores += _log_likelihood_ratio(x, q, 1.0 / sigma)
+        scores[run * m:(run + 1) * m] = run_scores
+        claimed = max(claimed, run_ledger.epsilon())
+    k = max(10, (m * runs) // 300) if k is None else k
+    res = audit.lower_bound(scores, k_plus=k, k_minus=k, p=p, delta=ledger.delta)
+    return AuditResult(res.eps_lower_bound, res.m, res.guesses, res.correct, p, res.delta,
+                       max_eps_lower_bound=res.max_eps_lower_bound, claimed_epsilon=claimed)
+
+
+def _log_likelihood_ratio(x: torch.Tensor, q: float, shift: float) -> torch.Tensor:
+    """log[(1 - q) N(x; 0, 1) + q N(x; shift, 1)] - log N(x; 0, 1), computed stably (q = 1: shift*x - shift^2/2)."""
+    tilt = shift * x - 0.5 * shift * shift
+    if q >= 1.0:
+        return tilt
+    return torch.logaddexp(torch.full_like(x, math.log1p(-q)), math.log(q) + tilt)
