@@ -127,7 +127,7 @@ class ModelAudit:
         ledger = f"ledger epsilon {eps} (delta {self.delta:g})"
         verdict = self.verdict
         if verdict == "exceeds":
-            return f"{head} EXCEEDS {ledger}"
+            return f"{head} EXCEEDS {ledger} (max achievable eps_LB {self.max_eps_lb:.3f})"
         if verdict == "no-claim":
             return f"{head}; {ledger}: no DP claim to test (eps_LB measures the attack's strength)"
         if verdict == "no-power":
