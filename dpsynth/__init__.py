@@ -4,7 +4,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from dpsynth.data.schema import Column, Schema  # noqa: E402
 from dpsynth.errors import (  # noqa: E402
     BudgetExceededError,
     DPSynthError,
@@ -33,8 +32,11 @@ __all__ = [
     "evaluate",
 ]
 
-# Imported on first use so that ``import dpsynth`` stays light (no torch, no scikit-learn).
+# Imported on first use so that ``import dpsynth`` stays light (no pandas, no torch, no scikit-learn): ``dpsynth
+# info`` and ``--help`` start in a fraction of a second.
 _LAZY = {
+    "Column": "dpsynth.data.schema",
+    "Schema": "dpsynth.data.schema",
     "available_models": "dpsynth.models",
     "get_model_class": "dpsynth.models",
     "load_model": "dpsynth.models",

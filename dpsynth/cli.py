@@ -165,9 +165,11 @@ _PATHS = {
 
 
 def _check_paths(args) -> None:
-    from dpsynth._io import check_distinct_paths, check_output_path
+    if args.command not in _PATHS:
+        return
+    from dpsynth._io import check_distinct_paths, check_output_path  # pandas: only for commands that write files
 
-    inputs, outputs = _PATHS.get(args.command, ((), ()))
+    inputs, outputs = _PATHS[args.command]
     outs = {f"--{name}": getattr(args, name, None) for name in outputs}
     check_distinct_paths({name: getattr(args, name, None) for name in inputs}, outs)
     for value in outs.values():
@@ -349,14 +351,15 @@ def _check_disk_space(model, n: int, out: str, seed) -> None:
 
 def _cmd_info(args) -> int:
     from dpsynth.models import available_models
-    from dpsynth.models.base import read_model_file
-    from dpsynth.privacy.ledger import PrivacyLedger
 
     if args.models or not args.model_file:
         names = available_models()
         print(json.dumps(names) if args.json else "\n".join(names))
         return 0
-    _, header = read_model_file(args.model_file)
+    from dpsynth.models._file import read_model_header  # no torch or pandas: info starts in a fraction of a second
+    from dpsynth.privacy.ledger import PrivacyLedger
+
+    header = read_model_header(args.model_file)
     ledger_dict, flags = _checked_ledger(header)
     if args.json:
         keys = ("model", "dpsynth_version", "params", "schema", "fit")
@@ -382,14 +385,10 @@ def _cmd_info(args) -> int:
 
 
 def _checked_ledger(header: dict) -> tuple[dict, list[str]]:
-    from dpsynth.models import get_model_class
+    from dpsynth.models import model_phases
     from dpsynth.models._file import ledger_check
 
-    try:
-        phases = get_model_class(header["model"]).phases
-    except DPSynthError:
-        phases = ()
-    return ledger_check(header, phases)
+    return ledger_check(header, model_phases(header["model"]))
 
 
 def _cmd_demo(args) -> int:

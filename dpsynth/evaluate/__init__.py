@@ -9,13 +9,26 @@ released graph (seed 001). Definitions, with the seed section each comes from, a
 
 from __future__ import annotations
 
+import importlib
 import sys
 import types
+from typing import Any
 
-from dpsynth.evaluate.core import GROUPS, Limits, evaluate
-from dpsynth.evaluate.graph import degree_distribution, degree_l1_error, edge_ratio, evaluate_graph
-from dpsynth.evaluate.report import build_report, write_report
-from dpsynth.evaluate.result import EvaluationResult
+# Imported on first use: the CLI imports dpsynth.evaluate.command to register its sub-commands, and ``--help`` or
+# ``info`` must not pay for pandas and scikit-learn.
+_WHERE = {
+    "GROUPS": "core", "Limits": "core", "evaluate": "core",
+    "degree_distribution": "graph", "degree_l1_error": "graph", "edge_ratio": "graph", "evaluate_graph": "graph",
+    "build_report": "report", "write_report": "report", "EvaluationResult": "result",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"dpsynth.evaluate.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dpsynth.evaluate' has no attribute {name!r}")
 
 __all__ = [
     "GROUPS",
@@ -34,7 +47,9 @@ __all__ = [
 class _CallableModule(types.ModuleType):
     """Lets ``dpsynth.evaluate(real, synthetic, ...)`` (the issue's spelling) call :func:`evaluate`."""
 
-    def __call__(self, *args, **kwargs) -> EvaluationResult:
+    def __call__(self, *args, **kwargs):
+        from dpsynth.evaluate.core import evaluate
+
         return evaluate(*args, **kwargs)
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from dpsynth._io import atomic_write_text, read_table
 from dpsynth.errors import InputError
+
+if TYPE_CHECKING:  # pandas and the readers are imported where used: the CLI's start-up stays light
+    import pandas as pd
 
 __all__ = ["add_parsers", "run_evaluate", "run_report", "load_data", "load_test", "load_ledger", "demo_report"]
 
@@ -53,6 +53,8 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
 
 def load_data(spec: str) -> tuple[pd.DataFrame, pd.DataFrame | None, object, str | None]:
     """(train, test or None, public schema or None, target or None) of a bundled dataset name or a table path."""
+    from dpsynth._io import read_table
+
     try:
         from dpsynth.datasets import load_table
     except ImportError:  # pragma: no cover - datasets ship with dpsynth; keep paths working without them
@@ -62,6 +64,7 @@ def load_data(spec: str) -> tuple[pd.DataFrame, pd.DataFrame | None, object, str
 
 def load_test(spec: str) -> pd.DataFrame:
     """Real test rows from ``--test``: a bundled dataset name means its official test split, else a table path."""
+    from dpsynth._io import read_table
     from dpsynth.datasets import REGISTRY
 
     if spec in REGISTRY:
@@ -84,12 +87,11 @@ def load_ledger(model_path: str | None) -> dict[str, Any] | None:
     """The ledger dict stored in a model file's header (ModelFileError when it is not a model file)."""
     if not model_path:
         return None
-    from dpsynth.models.base import read_model_file
+    from dpsynth.models import model_phases
+    from dpsynth.models._file import ledger_check, read_model_header
 
-    from dpsynth.models._file import ledger_check
-
-    _, header = read_model_file(model_path)  # checks the header's structure and digest
-    ledger, flags = ledger_check(header)  # recomputed from the events, never the stored summary
+    header = read_model_header(model_path)  # checks the header's structure and digest (without torch)
+    ledger, flags = ledger_check(header, model_phases(header["model"]))  # recomputed from the events, never the stored summary
     if flags:
         ledger = {**ledger, "flags": flags}
     return {**ledger, **_gdp_view(ledger)}
@@ -125,6 +127,7 @@ def _int_list(text: str, what: str) -> list[int]:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
+    from dpsynth._io import atomic_write_text, read_table
     from dpsynth.evaluate.core import evaluate
     from dpsynth.evaluate.report import write_report
 
@@ -188,6 +191,7 @@ def demo_report(train: pd.DataFrame, synthetic: pd.DataFrame, *, test: pd.DataFr
     as the control rows (same population, not used for training); their JSON goes to ``out/risk.json`` and
     their section into the report, so one page says what was spent, what utility and what risk resulted.
     """
+    from dpsynth._io import atomic_write_text
     from dpsynth.evaluate.core import evaluate
     from dpsynth.evaluate.report import write_report
 

@@ -1,8 +1,9 @@
 """Generators, registered by name: ``get_model_class("dp-tldm")``, ``load_model(path)``.
 
-Each model module registers its class with :func:`register`; :data:`_MODULES` lists the modules imported
-lazily the first time the registry is read (so ``import dpsynth`` stays fast and a broken optional model
-cannot break the others).
+Each model module registers its class with :func:`register`; :data:`BUILTIN` names the built-in models, their
+modules (imported lazily, the first time a class is asked for, so ``import dpsynth`` and ``dpsynth info`` stay
+fast and a broken optional model cannot break the others) and their ledger phases (what ``info`` checks a model
+file's events against without importing torch; a test keeps the table equal to the classes).
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ from dpsynth.errors import InputError
 if TYPE_CHECKING:
     from dpsynth.models.base import Synthesizer
 
-__all__ = ["register", "get_model_class", "available_models", "load_model"]
+__all__ = ["BUILTIN", "register", "get_model_class", "available_models", "model_phases", "load_model"]
 
 _REGISTRY: dict[str, type[Synthesizer]] = {}
-_MODULES = (
-    "dpsynth.models.marginals",
-    "dpsynth.models.dp_tldm",
-    "dpsynth.models.dp_auto_gan",
-)
+#: name -> (module, ledger phases) of every built-in model
+BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
+    "marginals": ("dpsynth.models.marginals", ("metadata", "marginals")),
+    "dp-tldm": ("dpsynth.models.dp_tldm", ("metadata", "vae", "diffusion")),
+    "dp-auto-gan": ("dpsynth.models.dp_auto_gan", ("metadata", "autoencoder", "gan")),
+}
+_MODULES = tuple(module for module, _ in BUILTIN.values())
 _loaded = False
 
 
@@ -49,12 +52,22 @@ def _load_all() -> None:
 
 
 def available_models() -> list[str]:
-    _load_all()
-    return sorted(_REGISTRY)
+    """Built-in models and any registered since (no model module is imported)."""
+    return sorted(set(BUILTIN) | set(_REGISTRY))
+
+
+def model_phases(name: str) -> tuple[str, ...]:
+    """The ledger phases of model ``name`` (() for a name this dpsynth does not know)."""
+    if name in _REGISTRY:
+        return tuple(_REGISTRY[name].phases)
+    return BUILTIN[name][1] if name in BUILTIN else ()
 
 
 def get_model_class(name: str) -> type[Synthesizer]:
-    _load_all()
+    if name in BUILTIN and name not in _REGISTRY:
+        importlib.import_module(BUILTIN[name][0])
+    if name not in _REGISTRY:
+        _load_all()
     if name not in _REGISTRY:
         raise InputError(f"Unknown model '{name}'. Available: {', '.join(sorted(_REGISTRY))}.")
     return _REGISTRY[name]

@@ -6,23 +6,37 @@ noisy counts (``mechanisms``), accounting (``accounting``, ``calibration``, ``gd
 empirical auditing (``audit``). Neighbouring relation throughout: add/remove one record.
 """
 
-from dpsynth.privacy.audit import AuditResult, CanaryAudit, audit_dpsgd, eps_lower_bound_cp, eps_lower_bound_one_run
-from dpsynth.privacy.calibration import calibrate_noise, calibrate_steps, dpsgd_event, epsilon
-from dpsynth.privacy.dpsgd import DPSGD, DPSGDConfig, validate_module
-from dpsynth.privacy.gdp import (
-    gdp_delta,
-    gdp_epsilon,
-    ledger_gdp_report,
-    mu_from_separation,
-    mu_poisson_clt,
-    mu_seed004,
-    separation,
-)
-from dpsynth.privacy.ledger import PrivacyLedger, StepAllowance
-from dpsynth.privacy.pate import noisy_argmax, pate_event, teacher_partition, teacher_votes
-from dpsynth.privacy.per_example import input_gradient, per_example_grads
-from dpsynth.privacy.sampling import PoissonSampler, ShuffleSampler
-from dpsynth.privacy.sanitizer import GradientSanitizer
+import importlib
+from typing import Any
+
+# Names are imported on first use (PEP 562): ``dpsynth info`` needs the ledger, not torch, so importing the ledger
+# must not pull in DP-SGD, the sanitizer or the audits.
+_LAZY = {
+    "audit": ("AuditResult", "CanaryAudit", "audit_dpsgd", "eps_lower_bound_cp", "eps_lower_bound_one_run"),
+    "calibration": ("calibrate_noise", "calibrate_steps", "dpsgd_event", "epsilon"),
+    "dpsgd": ("DPSGD", "DPSGDConfig", "validate_module"),
+    "gdp": ("gdp_delta", "gdp_epsilon", "ledger_gdp_report", "mu_from_separation", "mu_poisson_clt", "mu_seed004",
+            "separation"),
+    "ledger": ("PrivacyLedger", "StepAllowance"),
+    "pate": ("noisy_argmax", "pate_event", "teacher_partition", "teacher_votes"),
+    "per_example": ("input_gradient", "per_example_grads"),
+    "sampling": ("PoissonSampler", "ShuffleSampler"),
+    "sanitizer": ("GradientSanitizer",),
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"dpsynth.privacy.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dpsynth.privacy' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
 
 __all__ = [
     "AuditResult",
