@@ -85,10 +85,48 @@ def check_table_output(path: str | os.PathLike) -> Path:
     return path
 
 
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}.dpsynth-"
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """Delete the temp files an earlier write to ``path`` left when its process was killed (SIGKILL runs no
+    cleanup). A temp file is ``.<name>.dpsynth-<pid>-<random>.tmp`` beside ``path``; it is stale when process
+    <pid> no longer exists. Files of a live writer, and every other file, are left alone."""
+    removed = []
+    prefix = _temp_prefix(path)
+    for tmp in path.parent.glob(f"{glob_escape(prefix)}*.tmp"):
+        pid = tmp.name[len(prefix):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            try:
+                tmp.unlink()
+                removed.append(tmp)
+            except OSError:
+                pass  # another run removed it, or we may not: never fail a write over a stale file
+    return removed
+
+
+def glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a process of another user now has that pid: not our writer
+        return False
+    return True
+
+
 def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Path:
-    """Call ``writer(tmp_path)`` and rename the result onto ``path``; on error, leave nothing behind."""
+    """Call ``writer(tmp_path)`` and rename the result onto ``path``; on error, leave nothing behind. The temp file
+    sits beside ``path`` (same disk, so the rename is atomic) under a name that carries our pid, so that the next
+    write to ``path`` removes it if this process is killed before it could (:func:`remove_stale_temps`)."""
     path = check_output_path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    remove_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}-", suffix=".tmp", dir=path.parent or ".")
     os.close(fd)
     tmp_path = Path(tmp)
     try:

@@ -60,8 +60,12 @@ def _init_worker() -> None:
         pass
 
 
-def _indexed(fn: Callable[[Any], Any], i: int, x: Any) -> tuple[int, Any]:
-    """Run one job in a worker; the index lets results arriving in any order go back to their place."""
+def _indexed(fn: Callable[[Any], Any], i: int, x: Any, parent: int) -> tuple[int, Any]:
+    """Run one job in a worker; the index lets results arriving in any order go back to their place. The worker
+    exits soon after ``parent`` (the calling process) is gone, even when it was killed with SIGKILL."""
+    from dpsynth._workers import watch_parent
+
+    watch_parent(parent)
     _init_worker()
     return i, fn(x)
 
@@ -92,7 +96,8 @@ class LocalExecutor:
         parallel = Parallel(n_jobs=min(self.max_workers, len(items)), backend="loky",
                             return_as="generator_unordered")
         with _bar(len(items), desc, progress) as bar:
-            for i, value in parallel(delayed(_indexed)(fn, i, x) for i, x in enumerate(items)):
+            parent = os.getpid()
+            for i, value in parallel(delayed(_indexed)(fn, i, x, parent) for i, x in enumerate(items)):
                 out[i] = value
                 bar.update(1)
         return out

@@ -16,6 +16,12 @@ def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int) -> li
     """
     if n_jobs <= 1 or len(tasks) <= 1:
         return [fn(*t) for t in tasks]
+    import os
+
     from joblib import Parallel, delayed
 
-    return Parallel(n_jobs=min(n_jobs, len(tasks)), backend="loky")(delayed(fn)(*t) for t in tasks)
+    from dpsynth._workers import run_in_worker  # workers exit if this process is killed
+
+    parent = os.getpid()
+    return Parallel(n_jobs=min(n_jobs, len(tasks)), backend="loky")(
+        delayed(run_in_worker)(parent, fn, *t) for t in tasks)
