@@ -47,9 +47,16 @@ def _ci_cell(est, digits: int = 2) -> str:
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
+    """A number with ``digits`` decimals; anything that is not a real number is shown escaped, never raw."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "&ndash;"
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return html.escape(str(x))
     return f"{x:.{digits}f}"
+
+
+def _setting(rr: RiskResult, key: str, default) -> str:
+    return html.escape(str(rr.settings.get(key, default)))
 
 
 def _chart(results) -> str:
@@ -84,9 +91,9 @@ def _summary_table(rr: RiskResult) -> str:
     rows = []
     for r in rr.results:
         other = "" if abs(r.confidence - level) < 1e-9 else f" <small>{_pct(r.confidence)}</small>"
-        rows.append(f"<tr><td>{html.escape(r.attack)}</td><td>{r.kind}</td><td>{_fmt(r.value)}</td>"
+        rows.append(f"<tr><td>{html.escape(r.attack)}</td><td>{html.escape(str(r.kind))}</td><td>{_fmt(r.value)}</td>"
                     f"<td>[{_fmt(r.ci[0])}, {_fmt(r.ci[1])}]{other}</td>"
-                    f"<td title=\"{html.escape(r.baseline_name)}\">{_fmt(r.baseline)}</td><td>{r.n_targets}</td>"
+                    f"<td title=\"{html.escape(r.baseline_name)}\">{_fmt(r.baseline)}</td><td>{html.escape(str(r.n_targets))}</td>"
                     f"<td>{html.escape(r.notes)}</td></tr>")
     return f'<table class="dpsynth-risk">{head}{"".join(rows)}</table>'
 
@@ -130,8 +137,8 @@ def risk_section(rr: RiskResult) -> str:
     lead = ("<p>No attack ran.</p>" if worst is None else
             f"<p>Highest risk: <b>{html.escape(worst.attack)}</b> = {_fmt(worst.value)} "
             f"({_pct(worst.confidence)} CI {_fmt(worst.ci[0])}&ndash;{_fmt(worst.ci[1])}). "
-            f"{len(rr.results)} attacks on {rr.settings.get('n_train', '?')} training rows, "
-            f"{rr.settings.get('n_synthetic', '?')} synthetic rows, {rr.settings.get('n_control', 0)} control rows.</p>")
+            f"{len(rr.results)} attacks on {_setting(rr, 'n_train', '?')} training rows, "
+            f"{_setting(rr, 'n_synthetic', '?')} synthetic rows, {_setting(rr, 'n_control', 0)} control rows.</p>")
     level = _confidence(rr)
     definitions = _DEFINITIONS.format(level=_pct(level), rate_level=_pct(math.sqrt(level)))
     skipped = ""
