@@ -19,7 +19,9 @@
     text/category -> categorical, integer dtype -> integer, float -> continuous;
   - category domains by Gaussian partition selection (thresholded noisy counts). **Rule for rare
     categories:** a value whose noisy count is below the threshold is not released; its rows are mapped to
-    an explicit ``"__other__"`` category, so no row is dropped. A text column for which no value clears the
+    an explicit ``"__other__"`` category when the DP estimate of their number (row count minus released counts)
+    clears 2.33 noise sds, else they are read as missing (``unknown_as_missing``): no row is dropped, and a
+    two-valued column does not get a third slot its counts cannot tell from empty. A text column for which no value clears the
     threshold (e.g. an identifier) is excluded, with a warning;
   - numeric columns with two Gaussian count queries each. (1) **Bounds and kind** from a noisy histogram
     over a fixed, data-independent grid of whole decades (``+-[1e-3, 1e10]``: 13 bins per sign, one bin for
@@ -79,6 +81,8 @@ from dpsynth.privacy.mechanisms import gaussian_counts, gaussian_partition_selec
 __all__ = ["resolve_schema", "prepare_private_text", "OTHER", "geometric_grid", "calibrate_metadata_sigma", "TAIL"]
 
 OTHER = "__other__"
+#: an "other" slot is added when the DP estimate of the unreleased rows exceeds this many noise sds (1% by chance)
+OTHER_Z = 2.33
 TAIL = 0.005  # quantile level of the DP bounds
 PHASE = "metadata"
 _DECADES = (-3, 10)  # decade grid for DP bounds: +-[1e-3, 1e10]
@@ -237,7 +241,7 @@ def _warn_clipped(col: Column, noisy_out: float, sigma: float) -> None:
 
 
 def _histogram_categorical(series: pd.Series, col: Column, ledger, sigma, rng) -> CategoricalHistogram:
-    codes = categorical_codes(series, col.categories, col.other)
+    codes = categorical_codes(series, col.categories, col.other, unknown_as_missing=col.unknown_as_missing)
     counts = np.bincount(codes[codes >= 0], minlength=len(col.categories))
     missing = int((codes < 0).sum())
     _spend(ledger, sigma, f"histogram {col.name}", bins=len(counts) + 1)
@@ -310,16 +314,20 @@ def _discover_categorical(series, n_rows, ledger, sigma, threshold, selection_de
     cats = sorted(kept, key=lambda v: (str(type(v)), str(v)))
     counts = [kept[c] for c in cats]
     other = None
-    if OTHER not in kept:
-        # rows whose value was not released go to an explicit "other" category (never dropped)
+    # Rows whose value was not released are never dropped. Their number is estimated without another query: the
+    # DP row count minus the released counts (post-processing; the noise of len(kept) + 2 counts). When that
+    # residual clears OTHER_Z of its noise, they get an explicit "other" category; when it does not (a yes/no
+    # column, say), a slot would hold mass the counts cannot tell from zero, so the column stays as released and
+    # any such rows are read as missing (the column is nullable).
+    residual = n_rows - sum(kept.values()) - missing
+    if OTHER not in kept and (residual > OTHER_Z * sigma * math.sqrt(len(kept) + 2) or not nullable):
         cats.append(OTHER)
-        # its frequency: the DP row count minus released counts (post-processing, no extra query)
-        counts.append(max(0.0, n_rows - sum(kept.values()) - missing))
+        counts.append(max(0.0, residual))
         other = OTHER
     cats = [c.item() if isinstance(c, np.generic) else c for c in cats]
     kind = "binary" if len(cats) == 2 else "categorical"
     col = Column(name, kind, nullable=nullable, categories=tuple(cats), other=other,
-                 dtype=_dtype(series) if dtype is None else dtype)
+                 unknown_as_missing=other is None and nullable, dtype=_dtype(series) if dtype is None else dtype)
     return col, CategoricalHistogram(tuple(cats), np.clip(np.array(counts, dtype=float), 0, None),
                                      missing if nullable else 0.0)
 

@@ -106,10 +106,12 @@ def _check_objects(name, values: pd.Series, dtype: str) -> None:
                      "convert them to numbers or text.")
 
 
-def categorical_codes(series: pd.Series, categories: tuple, other=None) -> np.ndarray:
+def categorical_codes(series: pd.Series, categories: tuple, other=None, *, unknown_as_missing: bool = False
+                      ) -> np.ndarray:
     """Index of each value in ``categories`` (-1 for NaN); values are matched as-is or by their string form.
 
-    Values outside ``categories`` map to the index of ``other`` when given, else raise InputError.
+    Values outside ``categories`` map to the index of ``other`` when given, to -1 (missing) with
+    ``unknown_as_missing``, else raise InputError.
     """
     lookup = {c: i for i, c in enumerate(categories)}
     lookup_str = {str(c): i for i, c in enumerate(categories)}
@@ -119,12 +121,14 @@ def categorical_codes(series: pd.Series, categories: tuple, other=None) -> np.nd
         i = lookup.get(u)
         if i is None:
             i = lookup_str.get(str(u))
-        if i is None:
+        if i is None and unknown_as_missing:
+            i = -1
+        elif i is None:
             if other is None:
                 raise InputError(f"Column '{series.name}': value {u!r} is not among the declared categories.")
             i = lookup[other]
         mapped[j] = i
-    return np.where(inverse < 0, -1, mapped[np.clip(inverse, 0, None)] if len(mapped) else -1)
+    return np.where(inverse < 0, -1, mapped[np.clip(inverse, 0, None)] if len(mapped) else -1)  # -1: missing
 
 
 def conform(df: pd.DataFrame, schema: Schema, *, exact: bool = False) -> pd.DataFrame:
@@ -146,7 +150,7 @@ def conform(df: pd.DataFrame, schema: Schema, *, exact: bool = False) -> pd.Data
                 clipped[col.name] = n_out
             out[col.name] = np.clip(values, col.lower, col.upper)
         else:
-            codes = categorical_codes(series, col.categories, col.other)
+            codes = categorical_codes(series, col.categories, col.other, unknown_as_missing=col.unknown_as_missing)
             cats = np.asarray(list(col.categories) + [np.nan], dtype=object)
             out[col.name] = cats[codes]  # code -1 picks the trailing NaN
     if clipped and exact:

@@ -66,13 +66,16 @@ class Column:
     integer_valued: bool = False  # for mixed / long_tail: round sampled values
     dtype: str | None = None  # pandas dtype to restore on sampling; None = natural for the kind
     other: Any = None  # categorical: the category that values outside ``categories`` are mapped to
+    # categorical, nullable: values outside ``categories`` are read as missing (DP discovery sets this when an
+    # "other" slot would hold no mass its noisy counts can detect)
+    unknown_as_missing: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise SchemaError(f"Column name must be a non-empty string. Found {_shown(self.name)}.")
         if not isinstance(self.kind, str) or self.kind not in KINDS:
             raise self._error("kind", f"must be one of {', '.join(KINDS)}", self.kind)
-        for flag in ("nullable", "integer_valued"):
+        for flag in ("nullable", "integer_valued", "unknown_as_missing"):
             value = getattr(self, flag)
             if not isinstance(value, (bool, np.bool_)):
                 raise self._error(flag, "must be true or false", value)
@@ -116,10 +119,13 @@ class Column:
                               list(cats))
         if self.other is not None and (not isinstance(self.other, _SCALARS) or self.other not in cats):
             raise self._error("other", "must be one of the column's categories", self.other)
+        if self.unknown_as_missing and (self.other is not None or not self.nullable):
+            raise self._error("unknown_as_missing", "needs a nullable column without an 'other' category",
+                              self.unknown_as_missing)
 
     def _check_numeric(self) -> None:
-        for name in ("categories", "other"):
-            if getattr(self, name) is not None:
+        for name in ("categories", "other", "unknown_as_missing"):
+            if getattr(self, name) not in (None, False):
                 raise self._error(name, f"is for categorical or binary columns only, not {self.kind}",
                                   getattr(self, name))
         for bound in ("lower", "upper"):
@@ -291,7 +297,8 @@ class Schema:
                                   "it \"nullable\": true.")
             values = series[~isna]
             if col.is_discrete:
-                unknown = [] if col.other is not None else unknown_categories(values, col.categories)
+                maps_unknown = col.other is not None or col.unknown_as_missing
+                unknown = [] if maps_unknown else unknown_categories(values, col.categories)
                 if unknown:
                     if exact:
                         shown = ", ".join(repr(u) for u in unknown[:5]) + (" ..." if len(unknown) > 5 else "")

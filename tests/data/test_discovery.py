@@ -31,26 +31,54 @@ def _category_frame(n=32_561):
 
 def test_rare_category_dropped_frequent_kept_at_default_budget():
     df = _category_frame()
-    kept_singleton = 0
+    kept_singleton = other_slots = 0
     for seed in range(20):
         ledger = _ledger()
         schema, meta = resolve_schema(df, None, ledger=ledger, share=0.1, rng=np.random.default_rng(seed))
-        cats = set(schema["cat"].categories)
+        col = schema["cat"]
+        cats = set(col.categories)
         assert {"a", "b", "c", "d", "e", "f", "g", "h", "one_percent"} <= cats, f"seed {seed}: {cats}"
         kept_singleton += "singleton" in cats
-        assert OTHER in cats and schema["cat"].other == OTHER
+        # one unreleased row is far below the noise of the residual: no "other" slot, the row reads as missing
+        other_slots += OTHER in cats
+        assert (col.other == OTHER) == (OTHER in cats) and col.unknown_as_missing == (OTHER not in cats)
         assert ledger.epsilon() <= 0.1 + 1e-9
     assert kept_singleton == 0
+    assert other_slots <= 3  # the residual clears 2.33 noise sds by chance about 1% of the time
 
 
-def test_singleton_rows_go_to_other_not_dropped():
+def test_singleton_rows_are_read_as_missing_not_dropped():
     from dpsynth.data.frame import conform
 
-    df = _category_frame(5000)
+    df = _category_frame()
     schema, _ = resolve_schema(df, None, ledger=_ledger(), share=0.1, rng=np.random.default_rng(0))
+    assert schema["cat"].unknown_as_missing and OTHER not in schema["cat"].categories
     out = conform(df, schema)
     assert len(out) == len(df)
-    assert (out["cat"] == OTHER).sum() >= 1
+    assert out["cat"].isna().sum() == (~df["cat"].isin(schema["cat"].categories)).sum() >= 1
+
+
+def test_many_unreleased_rows_get_an_other_slot():
+    """5% of 10,000 rows hold identifiers seen once each: none is released, their mass is, as __other__."""
+    from dpsynth.data.frame import conform
+
+    rng = np.random.default_rng(0)
+    values = np.where(rng.random(10_000) < 0.05, [f"id{i}" for i in range(10_000)], rng.choice(["x", "y"], 10_000))
+    df = pd.DataFrame({"cat": values})
+    schema, meta = resolve_schema(df, None, ledger=_ledger(), share=0.1, rng=rng)
+    col = schema["cat"]
+    assert col.categories == ("x", "y", OTHER) and col.other == OTHER and not col.unknown_as_missing
+    assert meta.histograms["cat"].counts[-1] == pytest.approx(500, abs=150)
+    assert (conform(df, schema)["cat"] == OTHER).sum() == df["cat"].str.startswith("id").sum()
+
+
+def test_a_two_valued_text_column_stays_binary():
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"answer": rng.choice(["no", "yes"], 5000, p=[0.7, 0.3])})
+    for seed in range(5):
+        schema, _ = resolve_schema(df, None, ledger=_ledger(), share=0.1, rng=np.random.default_rng(seed))
+        col = schema["answer"]
+        assert col.kind == "binary" and col.categories == ("no", "yes") and col.unknown_as_missing
 
 
 def test_every_query_is_recorded_with_its_sigma():
