@@ -36,7 +36,7 @@ def test_singling_out_multivariate_runs(parts):
     train, control, _ = parts
     r = SinglingOutRisk(train, train, control=control, mode="multivariate", n_attacks=50, max_attempts=5000,
                         seed=0).evaluate()
-    assert r.attack == "singling_out_multivariate" and 0.0 <= r.value <= 1.0
+    assert r.attack == "singling_out_multivariate" and r.value > 0.5 and r.ci[0] > 0.2  # a copy singles out
 
 
 def test_linkability_copy_beats_disjoint(parts):

@@ -439,7 +439,9 @@ def test_condition_sampler_follows_dp_frequencies():
     log_p = ConditionSampler(tt, log_frequency=True).probabilities()[0]
     assert np.allclose(log_p, np.log1p([600, 300, 0, 100]) / np.log1p([600, 300, 0, 100]).sum())
     with_modes = ConditionSampler(tt, include_modes=True)
-    assert with_modes.n_spans == 1 or with_modes.spans[1].role == "mode"
+    # the continuous column adds one span over its modes, after the category span
+    assert with_modes.n_spans == 2 and with_modes.spans[0].role == cs.spans[0].role
+    assert with_modes.spans[1].role == "mode" and with_modes.cond_dim > cs.cond_dim
 
 
 def test_condition_sampler_without_metadata_is_uniform():

@@ -1,0 +1,107 @@
+"""The promises the README makes about the `marginals` model's ledger, the metadata share, seeds and model files
+(issue 14, item 5)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from dp_accounting import dp_event
+
+from dpsynth.errors import InputError
+from dpsynth.models import get_model_class, load_model
+from dpsynth.models.marginals import MarginalsSynthesizer
+from dpsynth.privacy.accounting import epsilon_of
+
+EPS, DELTA = 1.0, 1e-5
+
+
+@pytest.fixture(scope="module")
+def train(adult):
+    return adult[0].sample(3000, random_state=0).reset_index(drop=True)
+
+
+def _fit(train, schema=None, **kw):
+    return MarginalsSynthesizer().fit(train, epsilon=EPS, delta=DELTA, schema=schema, **{"seed": 0, **kw})
+
+
+def _phase_epsilon(model, phase: str, delta: float) -> float:
+    pairs = [(dp_event.GaussianDpEvent(e.params["sigma"]), e.count) for e in model.ledger_.entries
+             if e.phase == phase]
+    return epsilon_of(pairs, delta)
+
+
+def test_ledger_phases_one_marginal_per_column_and_the_whole_budget(train, adult_schema):
+    model = _fit(train, adult_schema)
+    ledger = model.ledger_
+    assert set(ledger.phases()) == set(MarginalsSynthesizer.phases) == {"metadata", "marginals"}
+    marginals = [e for e in ledger.entries if e.phase == "marginals"]
+    assert sorted(e.mechanism for e in marginals) == sorted(f"histogram {c}" for c in model.schema_.names)
+    assert all(e.count == 1 and e.params["sensitivity"] == 1.0 for e in marginals)
+    assert 0.99 * EPS <= ledger.epsilon() <= EPS + 1e-9
+
+
+@pytest.mark.parametrize("share", [0.05, 0.1, 0.5])
+def test_metadata_share_splits_the_budget(train, adult_schema, share):
+    """The metadata phase alone is (share * epsilon, delta / 2)-DP (discovery.calibrate_metadata_sigma); the
+    marginals take what is left, so the whole fit still spends >= 99% of epsilon."""
+    model = _fit(train, adult_schema, metadata_share=share)
+    meta = _phase_epsilon(model, "metadata", DELTA / 2)
+    assert 0.97 * share * EPS <= meta <= share * EPS + 1e-9
+    assert 0.99 * EPS <= model.ledger_.epsilon() <= EPS + 1e-9
+    assert model.fit_info_["metadata_share"] == share
+
+
+@pytest.mark.parametrize("share", [0, 1, 0.0, 1.0, -0.1, 1.5])
+def test_metadata_share_of_zero_or_one_is_refused(train, share):
+    with pytest.raises(InputError, match="metadata_share"):
+        _fit(train, metadata_share=share)
+
+
+@pytest.mark.parametrize("share", ["0", "1"])
+def test_cli_metadata_share_of_zero_or_one_is_refused(tmp_path, train, share):
+    data = tmp_path / "d.csv"
+    train.to_csv(data, index=False)
+    done = subprocess.run([sys.executable, "-m", "dpsynth.cli", "fit", str(data), "--model", "marginals",
+                           "--epsilon", "1", "--metadata-share", share, "--out", str(tmp_path / "m.dpsynth")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "metadata" in done.stderr
+    assert not (tmp_path / "m.dpsynth").exists()
+
+
+def test_the_seed_never_reaches_the_model_file(train, adult_schema, tmp_path):
+    seed = 918273645
+    model = _fit(train, adult_schema, seed=seed)
+    path = tmp_path / "m.dpsynth"
+    model.save(path)
+    raw = path.read_bytes()
+    assert str(seed).encode() not in raw
+    for width in (4, 8):
+        for order in ("little", "big"):
+            assert seed.to_bytes(width, order) not in raw
+    assert load_model(path).fit_info_["seeded"] is True
+    assert _fit(train, adult_schema, seed=None).fit_info_["seeded"] is False
+
+
+def test_two_unseeded_fits_differ(train, adult_schema):
+    a = _fit(train, adult_schema, seed=None).sample(500, seed=0)
+    b = _fit(train, adult_schema, seed=None).sample(500, seed=0)
+    assert not a.equals(b)
+
+
+@pytest.mark.parametrize("name", ["marginals", "dp-tldm", "dp-auto-gan"])
+def test_a_seeded_fit_is_reproducible(name, adult_small, adult_schema):
+    cls = get_model_class(name)
+    data = adult_small.iloc[:1000]
+
+    def fit():
+        return cls(**cls.fast_params).fit(data, epsilon=EPS, delta=DELTA, schema=adult_schema, seed=5)
+
+    first, second = fit(), fit()
+    pd.testing.assert_frame_equal(first.sample(300, seed=1), second.sample(300, seed=1))
+    assert first.ledger_.to_dict() == second.ledger_.to_dict()
+    other = cls(**cls.fast_params).fit(data, epsilon=EPS, delta=DELTA, schema=adult_schema, seed=6)
+    assert not other.sample(300, seed=1).equals(first.sample(300, seed=1))  # the seed is what makes it so
