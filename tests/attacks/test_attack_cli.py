@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-import pytest
 
 from dpsynth.attacks import command
 
