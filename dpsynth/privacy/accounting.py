@@ -32,6 +32,7 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
+import numpy as np
 from dp_accounting import dp_event, privacy_accountant
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
@@ -139,32 +140,47 @@ def _rdp_epsilon(event: dp_event.DpEvent, delta: float) -> float:
     Balle, Kasiviswanathan 2019, as in GS-WGAN) therefore bounds its RDP under add/remove of a record, and RDP
     curves of mechanisms on the same data add up under adaptive composition (Mironov 2017, Prop. 1).
     """
-    parts = list(event.events) if isinstance(event, dp_event.ComposedDpEvent) else [event]
-    swor = [e for e in parts if _has_swor(e)]
-    rest = [e for e in parts if not _has_swor(e)]
     total = 0.0
-    for group, relation in ((rest, None), (swor, "replace")):
-        if not group:
-            continue
-        if relation is None:
-            accountant = rdp_privacy_accountant.RdpAccountant(_RDP_ORDERS)
-        else:
-            # integer orders only: dp-accounting's without-replacement bound costs O(order) per order and
-            # interpolates fractional ones (fewer orders can only loosen the bound, never break it)
-            accountant = rdp_privacy_accountant.RdpAccountant(
-                _SWOR_ORDERS, neighboring_relation=privacy_accountant.NeighboringRelation.REPLACE_ONE
-            )
-        sub = group[0] if len(group) == 1 else dp_event.ComposedDpEvent(group)
-        if not accountant.supports(sub):
+    for base, count in _flatten(event):
+        curve = _rdp_curve(base)
+        if curve is None:
             return math.inf
-        with _quiet_absl():
-            accountant.compose(sub)
-        rdp = accountant.rdp
-        if relation is not None:  # RDP at the other orders, bounded by monotonicity in the order (Mironov 2017)
-            rdp = _at_orders(_SWOR_ORDERS, rdp, _RDP_ORDERS)
-        total = total + rdp
+        total = total + count * np.asarray(curve)
     eps, _ = rdp_privacy_accountant.compute_epsilon(_RDP_ORDERS, total, delta)
     return float(eps)
+
+
+def _flatten(event: dp_event.DpEvent, count: int = 1) -> list[tuple[dp_event.DpEvent, int]]:
+    """``event`` as (base event, count) pairs: RDP adds up over compositions (the count multiplies a curve)."""
+    if isinstance(event, dp_event.SelfComposedDpEvent):
+        return _flatten(event.event, count * event.count)
+    if isinstance(event, dp_event.ComposedDpEvent):
+        return [pair for e in event.events for pair in _flatten(e, count)]
+    return [(event, count)]
+
+
+@functools.lru_cache(maxsize=256)
+def _rdp_curve(event: dp_event.DpEvent) -> tuple[float, ...] | None:
+    """RDP of one run of ``event`` at ``_RDP_ORDERS`` (None if dp-accounting cannot account for it), memoised: a
+    ledger's binary search for the steps that fit asks for the same event at many counts, and the subsampled
+    Gaussian's fractional orders cost most of a second each time (dp-accounting multiplies by the count too)."""
+    swor = _has_swor(event)
+    if not swor:
+        accountant = rdp_privacy_accountant.RdpAccountant(_RDP_ORDERS)
+    else:
+        # integer orders only: dp-accounting's without-replacement bound costs O(order) per order and
+        # interpolates fractional ones (fewer orders can only loosen the bound, never break it)
+        accountant = rdp_privacy_accountant.RdpAccountant(
+            _SWOR_ORDERS, neighboring_relation=privacy_accountant.NeighboringRelation.REPLACE_ONE
+        )
+    if not accountant.supports(event):
+        return None
+    with _quiet_absl():
+        accountant.compose(event)
+    rdp = accountant.rdp
+    if swor:  # RDP at the other orders, bounded by monotonicity in the order (Mironov 2017)
+        rdp = _at_orders(_SWOR_ORDERS, rdp, _RDP_ORDERS)
+    return tuple(float(v) for v in rdp)
 
 
 def check_accountant(accountant: str) -> None:
@@ -175,8 +191,6 @@ def check_accountant(accountant: str) -> None:
 def _at_orders(orders, rdp, targets):
     """RDP at each target order, upper-bounded by the value at the next computed order >= it (RDP grows with the
     order); inf beyond the largest computed order."""
-    import numpy as np
-
     orders, rdp = np.asarray(orders, dtype=float), np.asarray(rdp, dtype=float)
     idx = np.searchsorted(orders, np.asarray(targets, dtype=float), side="left")
     out = np.full(len(targets), np.inf)

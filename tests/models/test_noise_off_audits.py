@@ -90,7 +90,7 @@ def test_deep_model_audits_catch_the_missing_noise(adult, adult_schema, name, mo
             model = DEEP[name](**DEEP[name].fast_params).fit(data, epsilon=1.0, delta=1e-5, schema=adult_schema,
                                                               seed=0)
             white_box = []
-            for engine in engines:
+            for engine in list(engines):  # a snapshot: each audit builds a DPSGD engine of its own, spied on too
                 # as many steps of the phase's (q, sigma, C) as an epsilon = 1 ledger allows (DPSGD stops there)
                 ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-5)
                 white_box.append(audit_dpsgd(engine.config, ledger=ledger, m=500, steps=10_000, seed=0))
