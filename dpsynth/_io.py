@@ -178,7 +178,9 @@ def read_table(path: str | os.PathLike, *, sep: str | None = None, as_text: bool
         with _open_text(path, suffixes[-1] if compressed else None) as handle:
             _check_rectangular(handle, path, sep)
         # pandas infers the same compression from the suffix
-        return pd.read_csv(path, sep=sep, dtype="str" if as_text else None)
+        # low_memory=False: one type decision per column over the whole file (the chunked default may give a
+        # column floats in some chunks and strings in others, which a wide file triggers)
+        return pd.read_csv(path, sep=sep, dtype="str" if as_text else None, low_memory=False)
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - parsers raise many types; all are a user's bad file

@@ -294,8 +294,16 @@ def _cmd_fit(args) -> int:
     if schema is None and bundled_schema is not None:
         schema = bundled_schema
         print(f"dpsynth: using the public schema shipped for '{args.data}'", file=sys.stderr)
+    params = _parse_params(args.param)
+    if schema is None and not math.isinf(args.epsilon) and not args.quiet and 0 < args.metadata_share < 1:
+        from dpsynth.data.discovery import plan_discovery
+
+        # the pre-flight estimate: public facts only (budget, share, number of columns), before any query
+        plan = plan_discovery(train, epsilon=args.epsilon, delta=args.delta, share=args.metadata_share,
+                              dtypes=dtypes)
+        print(f"dpsynth: {plan.describe()}", file=sys.stderr)
     model = _fit_model(args.model, train, epsilon=args.epsilon, delta=args.delta, schema=schema,
-                       metadata_share=args.metadata_share, params=_parse_params(args.param), seed=args.seed,
+                       metadata_share=args.metadata_share, params=params, seed=args.seed,
                        progress=not args.quiet, dtypes=dtypes if schema is None else "public")
     model.save(args.out)
     print(model.ledger_)

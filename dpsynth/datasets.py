@@ -6,7 +6,9 @@ schema (see dpsynth/data/datasets/README.md for where every bound comes from).
 
 Other datasets (King County, Loan, California housing, Cardio) are looked up, in order, in the ``path``
 argument, the ``DPSYNTH_DATA`` environment variable, and ``~/.cache/dpsynth``; Wine comes from
-scikit-learn and the karate club graph from networkx (both ship their data).
+scikit-learn and the karate club graph from networkx (both ship their data). The generality benchmark's extra
+tables come from the packages that ship them (scikit-learn; statsmodels and vega_datasets with
+``pip install "dpsynth[bench]"``), with dates as ISO text, as a CSV would hold them.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class DatasetInfo:
     description: str
     rows: str
     target: str | None
-    task: str  # "classification", "regression" or "graph"
+    task: str  # "classification", "regression", "graph" or "none" (a table without a prediction target)
     source: str  # "bundled", "file:<name>", "scikit-learn", "networkx"
     license: str
 
@@ -58,6 +60,26 @@ REGISTRY: dict[str, DatasetInfo] = {
                     "scikit-learn", "CC BY 4.0"),
         DatasetInfo("karate", "Zachary's karate club graph (ships with networkx)", "34 nodes, 78 edges", None,
                     "graph", "networkx", "public domain"),
+        # tables that installable packages ship (issue 16's generality benchmark; `pip install "dpsynth[bench]"`
+        # for the statsmodels and vega_datasets ones): small and large, wide, with identifiers, dates, free text
+        # and missing values
+        DatasetInfo("breast_cancer", "Wisconsin diagnostic breast cancer (ships with scikit-learn)", "569 x 31",
+                    "target", "classification", "scikit-learn:load_breast_cancer", "CC BY 4.0 (UCI)"),
+        DatasetInfo("digits", "Optical handwritten digits, 8x8 pixels (ships with scikit-learn; wide)", "1,797 x 65",
+                    "target", "classification", "scikit-learn:load_digits", "CC BY 4.0 (UCI)"),
+        DatasetInfo("fertility", "World Bank fertility rate by country 1960-2013 (ships with statsmodels; wide, "
+                    "identifiers, missing values)", "219 x 58", "2011", "regression", "statsmodels:fertility",
+                    "World Bank terms of use (CC BY 4.0)"),
+        DatasetInfo("fair", "Fair's extramarital affairs survey 1974 (ships with statsmodels)", "6,366 x 9", "affairs",
+                    "regression", "statsmodels:fair", "included in statsmodels with the author's permission"),
+        DatasetInfo("randhie", "RAND health insurance experiment (ships with statsmodels)", "20,190 x 10", "mdvis",
+                    "regression", "statsmodels:randhie", "public domain"),
+        DatasetInfo("cars", "Cars of 1970-1982 (ships with vega_datasets; free-text names, dates, missing values)",
+                    "406 x 9", "Origin", "classification", "vega:cars", "public domain (StatLib)"),
+        DatasetInfo("seattle_weather", "Daily Seattle weather 2012-2015 (ships with vega_datasets; a date column)",
+                    "1,461 x 6", "weather", "classification", "vega:seattle_weather", "public domain (NOAA)"),
+        DatasetInfo("airports", "US airports (ships with vega_datasets; identifiers, free-text names)", "3,376 x 7",
+                    None, "none", "vega:airports", "public domain (OurAirports)"),
     )
 }
 
@@ -110,11 +132,47 @@ def load(name: str, *, path: str | os.PathLike | None = None) -> Any:
         from sklearn.datasets import load_wine
 
         return load_wine(as_frame=True).frame
+    if info.source.split(":")[0] in ("scikit-learn", "statsmodels", "vega"):
+        return _as_read_from_csv(_load_packaged(info))
     if info.source == "networkx":
         import networkx as nx
 
         return nx.karate_club_graph()
     return _load_file(info, path)
+
+
+def _load_packaged(info: DatasetInfo) -> pd.DataFrame:
+    """A table that an installable package ships (``source`` is ``package:name``)."""
+    package, name = info.source.split(":", 1)
+    try:
+        if package == "scikit-learn":
+            import sklearn.datasets
+
+            return getattr(sklearn.datasets, name)(as_frame=True).frame
+        if package == "statsmodels":
+            import importlib
+
+            return importlib.import_module(f"statsmodels.datasets.{name}").load_pandas().data
+        from vega_datasets import local_data
+
+        return getattr(local_data, name)()
+    except ImportError as exc:
+        module = "vega_datasets" if package == "vega" else package
+        raise InputError(f"Dataset '{info.name}' ships with the package {module}, which is not installed: "
+                         "pip install \"dpsynth[bench]\".") from exc
+
+
+def _as_read_from_csv(frame: pd.DataFrame) -> pd.DataFrame:
+    """Dates as ISO text and pandas' string dtype as plain text, as the table reads from a CSV file (dpsynth
+    models no date type: a date column is text to them)."""
+    out = frame.copy()
+    for name in out.columns:
+        if pd.api.types.is_datetime64_any_dtype(out[name]):
+            out[name] = out[name].dt.strftime("%Y-%m-%d").astype(object)
+        elif isinstance(out[name].dtype, pd.StringDtype):
+            out[name] = out[name].astype(object)
+    out.columns = [str(c) for c in out.columns]
+    return out
 
 
 def _load_file(info: DatasetInfo, path: str | os.PathLike | None) -> pd.DataFrame:

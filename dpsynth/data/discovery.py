@@ -21,15 +21,15 @@
     categories:** a value whose noisy count is below the threshold is not released; its rows are mapped to
     an explicit ``"__other__"`` category when the DP estimate of their number (row count minus released counts)
     clears 2.33 noise sds, else they are read as missing (``unknown_as_missing``): no row is dropped, and a
-    two-valued column does not get a third slot its counts cannot tell from empty. A text column for which no value clears the
-    threshold (e.g. an identifier) is excluded, with a warning;
+    two-valued column does not get a third slot its counts cannot tell from empty. A text column for which no value
+    clears the threshold (an identifier, a column that is all or almost all missing) is excluded, with a warning;
   - numeric columns with two Gaussian count queries each. (1) **Bounds and kind** from a noisy histogram
     over a fixed, data-independent grid of whole decades (``+-[1e-3, 1e10]``: 13 bins per sign, one bin for
     ``0 < |x| < 1e-3`` and one for exact zeros). Bins whose noisy count is below a floor (a count that pure
     noise on any of the grid's bins exceeds with probability 1%) are treated as empty (post-processing);
     bounds are the edges of the decades holding the ``TAIL`` and ``1 - TAIL`` quantiles of what remains, so
     they are coarse (a decade) but cover the bulk: values outside are clipped, with a warning naming the
-    count. A noisy zero mass >= 10% of the total, beside non-zero mass, makes the column ``mixed`` with
+    count. A column with no decade above the floor (too few non-missing values) is excluded, with a warning. A noisy zero mass >= 10% of the total, beside non-zero mass, makes the column ``mixed`` with
     special value 0. Decades are wide on purpose: the signal of a bin grows with its width, the noise does not,
     so thin tails (e.g. the 8% of non-zero capital gains in Adult, spread over three decades) are still seen.
     (2) **Shape**: a noisy histogram inside those bounds, on the grid a public schema would get (unit bins for
@@ -37,6 +37,9 @@
     the same query. This is the DP histogram the encoders and marginal matching use;
   - missing-value fractions by the noisy count of a "missing" cell in every histogram; text, float and pandas
     nullable (``Int64``, ``boolean``) columns are marked nullable (a NumPy int or bool dtype cannot hold NaN).
+
+**No column aborts a fit**: a column discovery cannot release at this budget is excluded (``Schema.excluded``) with one
+warning naming it, why, and what would keep it (:func:`warn_excluded`); only a table with no usable column is refused.
 
 Messages (DESIGN.md §1 rule 8): a DP fit's warnings and errors name the rule and the column and quote only DP
 outputs: clipping is reported from the two out-of-range cells of the column's histogram query ("about N rows, a DP
@@ -62,6 +65,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -78,7 +82,8 @@ from dpsynth.privacy.accounting import epsilon_of
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.mechanisms import gaussian_counts, gaussian_partition_selection, selection_threshold
 
-__all__ = ["resolve_schema", "prepare_private_text", "OTHER", "geometric_grid", "calibrate_metadata_sigma", "TAIL"]
+__all__ = ["resolve_schema", "prepare_private_text", "OTHER", "geometric_grid", "calibrate_metadata_sigma", "TAIL",
+           "DiscoveryPlan", "plan_discovery", "warn_excluded"]
 
 OTHER = "__other__"
 #: an "other" slot is added when the DP estimate of the unreleased rows exceeds this many noise sds (1% by chance)
@@ -163,6 +168,63 @@ def prepare_private_text(data: pd.DataFrame, schema: Schema) -> pd.DataFrame:
         if col.is_numeric and col.name in out.columns:
             out[col.name] = parse_numbers(out[col.name])[0]
     return out
+
+
+# ---------------------------------------------------------------------------------------------- pre-flight
+@dataclass(frozen=True)
+class DiscoveryPlan:
+    """What DP discovery can resolve, from public facts only (epsilon, delta, metadata share, the number of columns
+    and, for public dtypes, how many are numeric) - computed before any query is answered.
+
+    ``category_rows``: a text value is released when its noisy count clears this threshold (so a value needs about
+    that many rows: at exactly that count it is released half of the time). ``bound_rows``: a decade of numbers is
+    seen when its noisy count clears this floor (a numeric column needs about that many non-missing values in one
+    decade to be bounded; the worst case, a non-integer column)."""
+
+    n_columns: int
+    n_queries: int
+    sigma: float
+    category_rows: float
+    bound_rows: float
+
+    def describe(self, n_rows: float | None = None) -> str:
+        text = (f"DP discovery of {self.n_columns} column(s) ({self.n_queries} Gaussian count queries, noise sd "
+                f"{self.sigma:.0f}): a category is released from about {self.category_rows:.0f} rows, numeric bounds "
+                f"need about {self.bound_rows:.0f} non-missing values in one decade")
+        if n_rows is not None:
+            text += f"; the table has about {n_rows:.0f} rows (a DP estimate)"
+        return text + "."
+
+    def feasible(self, n_rows: float) -> bool:
+        """Whether any column could be released from a table of ``n_rows`` rows (the smaller requirement)."""
+        return n_rows >= min(self.category_rows, self.bound_rows)
+
+
+def plan_discovery(data: pd.DataFrame, *, epsilon: float, delta: float, share: float, dtypes: str = "public"
+                   ) -> DiscoveryPlan:
+    """The :class:`DiscoveryPlan` of a DP fit of ``data`` without a schema. Reads the frame's shape and (public
+    dtypes only) its dtypes, never a value: the same plan the fit uses to calibrate its queries."""
+    if dtypes == "private":
+        k = data.shape[1]
+        n_queries, n_selection = 2 * k + 1, k
+    else:
+        n_numeric = sum(_is_numeric_or_bool(data[c]) and not pd.api.types.is_bool_dtype(data[c].dtype)
+                        for c in data.columns)
+        n_queries = data.shape[1] + n_numeric + 1
+        n_selection = max(1, data.shape[1] - n_numeric)
+    sigma = calibrate_metadata_sigma(n_queries, share * epsilon, delta / 2)
+    threshold = selection_threshold(sigma, delta / 4 / n_selection)
+    cells = 2 * (len(geometric_grid()) - 1) + 3  # the private-dtypes kind-and-bounds query (the larger one)
+    floor = math.sqrt(2.0) * sigma * float(norm.isf(_SPURIOUS / cells))
+    return DiscoveryPlan(data.shape[1], n_queries, sigma, threshold, floor)
+
+
+def _check_feasible(plan_: DiscoveryPlan, n_rows: float) -> None:
+    """Refuse, right after the DP row count (the only query spent), a table too small for any column to be
+    released: fail early, with the numbers, instead of after the whole metadata budget."""
+    if not plan_.feasible(n_rows):
+        raise InputError(f"This table is too small for DP discovery at this budget: {plan_.describe(n_rows)} Give a "
+                         "public schema (--schema), raise epsilon or --metadata-share, or drop columns.")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -270,6 +332,9 @@ def _discover(data: pd.DataFrame, ledger: PrivacyLedger, share: float, rng) -> t
     selection_delta = ledger.target_delta / 4 / max(n_text, 1)
     threshold = selection_threshold(sigma, selection_delta)
     n_rows = _noisy_row_count(data, ledger, sigma, rng)
+    if sigma > 0:
+        _check_feasible(plan_discovery(data, epsilon=ledger.target_epsilon, delta=ledger.target_delta, share=share),
+                        n_rows)
     columns, hists, excluded = [], {}, []
     for name in data.columns:
         series = data[name]
@@ -308,8 +373,11 @@ def _discover_categorical(series, n_rows, ledger, sigma, threshold, selection_de
     kept = gaussian_partition_selection(key_counts, sigma=sigma, threshold=threshold, rng=rng)
     missing = max(0.0, float(gaussian_counts(np.array([series.isna().sum()]), sigma=sigma, rng=rng)[0]))
     if not kept:
-        warnings.warn(f"Column '{name}': no value is frequent enough to release under DP (ID-like or too rare); "
-                      "the column is excluded. Declare its categories in a schema to keep it.", stacklevel=4)
+        # the reason is read off DP outputs only: the noisy missing count against the DP row count
+        why = ("(almost) all its values are missing (a DP estimate)" if missing > n_rows - threshold else
+               f"no value is frequent enough to release under DP (ID-like or too rare: at this budget a value "
+               f"needs about {threshold:.0f} rows)")
+        warn_excluded(name, why, "declare its categories in a schema")
         return None, None
     cats = sorted(kept, key=lambda v: (str(type(v)), str(v)))
     counts = [kept[c] for c in cats]
@@ -332,7 +400,8 @@ def _discover_categorical(series, n_rows, ledger, sigma, threshold, selection_de
                                      missing if nullable else 0.0)
 
 
-def _discover_numeric(series: pd.Series, ledger, sigma: float, rng) -> tuple[Column, NumericHistogram]:
+def _discover_numeric(series: pd.Series, ledger, sigma: float, rng
+                      ) -> tuple[Column, NumericHistogram] | tuple[None, None]:
     """Kind and bounds from a noisy decade histogram, then the DP shape histogram inside the bounds."""
     name = str(series.name)
     values = series.to_numpy(dtype=float, na_value=np.nan)
@@ -348,8 +417,9 @@ def _discover_numeric(series: pd.Series, ledger, sigma: float, rng) -> tuple[Col
     integral = pd.api.types.is_integer_dtype(series.dtype)
     bins = _floored(noisy[:-1], sigma, zero_kept=zero_count > 0, integral=integral)
     if bins.sum() + zero_count <= 0:
-        raise InputError(f"Column '{name}': too few values to bound under DP; declare its bounds in a schema "
-                         "(or raise epsilon / metadata_share).")
+        warn_excluded(name, f"too few non-missing values to bound under DP (at this budget a decade of values "
+                      f"needs about {_floor(sigma, noisy):.0f} rows)", "declare its bounds in a schema")
+        return None, None
     lower, upper = _dp_bounds(bins, zero_count, edges)
     if integral:
         lower, upper = math.floor(lower), math.ceil(upper)
@@ -406,6 +476,13 @@ def _main_runs(kept: np.ndarray, min_mass: float) -> np.ndarray:
         if k == int(np.argmax(masses)) or masses[k] >= threshold:
             out[a:b + 1] = kept[a:b + 1]
     return out
+
+
+def warn_excluded(name: str, why: str, schema_fix: str) -> None:
+    """One warning per column that discovery leaves out: which, why (public facts and DP outputs only) and what
+    would keep it. The fit goes on with the other columns (``Schema.excluded`` lists this one)."""
+    warnings.warn(f"Column '{name}' is excluded: {why}. To keep it, {schema_fix}, or raise --metadata-share "
+                  "(metadata_share) or epsilon.", stacklevel=5)
 
 
 def _can_hold_missing(series: pd.Series) -> bool:

@@ -12,6 +12,7 @@ import pandas as pd
 
 from dpsynth.data.discovery import (
     _MIXED_ZERO_SHARE,
+    _check_feasible,
     _discover_categorical,
     _dp_bounds,
     _floor,
@@ -23,6 +24,7 @@ from dpsynth.data.discovery import (
     _sigma,
     _spend,
     geometric_grid,
+    plan_discovery,
 )
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
@@ -46,6 +48,9 @@ def discover_private_dtypes(data: pd.DataFrame, ledger: PrivacyLedger, share: fl
     selection_delta = ledger.target_delta / 4 / k  # any column may turn out to be text
     threshold = selection_threshold(sigma, selection_delta)
     n_rows = _noisy_row_count(data, ledger, sigma, rng)
+    if sigma > 0:
+        _check_feasible(plan_discovery(data, epsilon=ledger.target_epsilon, delta=ledger.target_delta, share=share,
+                                       dtypes="private"), n_rows)
     columns, hists, excluded = [], {}, []
     for name in data.columns:
         col, hist = _discover_typed(data[name], n_rows, ledger, sigma, threshold, selection_delta, rng)

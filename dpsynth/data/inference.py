@@ -13,7 +13,8 @@ Rules (documented, tested):
   minimum or maximum holding >= 10% of the rows, in a column with > 10 distinct values, makes the column
   ``mixed`` with that special value (0 in Adult's capital-gain, seed 000 §4.2); a non-negative column whose
   99th percentile is > 50 times its median (and > 1000) is ``long_tail``;
-- columns with missing values are ``nullable``; all-missing columns and infinite values are errors;
+- columns with missing values are ``nullable``; all-missing columns are excluded with a warning (like ID-like
+  ones); infinite values are errors;
 - columns no model can represent are errors (:func:`~dpsynth.data.frame.check_column`): dates and times,
   complex numbers, lists, object columns mixing types (``True`` and ``1`` would merge into one category).
 
@@ -48,21 +49,22 @@ def infer_schema(df: pd.DataFrame, *, target: str | None = None, warn: bool = Tr
         raise InputError(f"Target column '{target}' is not in the data. Columns: {list(df.columns)}.")
     columns, excluded = [], []
     for name in df.columns:
-        col = infer_column(df[name])
+        all_missing = bool(df[name].isna().all())
+        col = None if all_missing else infer_column(df[name])
         if col is None:
             excluded.append(name)
             if warn:
-                warnings.warn(
-                    f"Column '{name}' looks like an identifier (nearly all values distinct) and is excluded; "
-                    "declare it in a schema to keep it.",
-                    stacklevel=2,
-                )
+                why = ("has no values (all missing)" if all_missing
+                       else "looks like an identifier (nearly all values distinct)")
+                warnings.warn(f"Column '{name}' {why} and is excluded; declare it in a schema to keep it.",
+                              stacklevel=2)
         else:
             columns.append(col)
     if target in excluded:
-        raise InputError(f"Target column '{target}' looks like an identifier; declare it in a schema.")
+        raise InputError(f"Target column '{target}' is all missing or looks like an identifier; declare it in a "
+                         "schema.")
     if not columns:
-        raise InputError("No usable column: every column looks like an identifier.")
+        raise InputError("No usable column: every column is all missing or looks like an identifier.")
     return Schema(tuple(columns), target=target, provenance="inferred", excluded=tuple(excluded))
 
 

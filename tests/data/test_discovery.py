@@ -203,9 +203,10 @@ def test_bad_input_under_dp_discovery():
 
     rng = np.random.default_rng(0)
     n = 5000
-    with pytest.raises(InputError, match="too few values to bound"):
-        resolve_schema(pd.DataFrame({"a": np.full(n, np.nan), "b": rng.normal(size=n)}), None, ledger=_ledger(),
-                       share=0.1, rng=rng)
+    with pytest.warns(UserWarning, match="'a' is excluded: too few non-missing values.*schema.*metadata-share"):
+        schema, _ = resolve_schema(pd.DataFrame({"a": np.full(n, np.nan), "b": rng.normal(size=n)}), None,
+                                   ledger=_ledger(), share=0.1, rng=rng)
+    assert schema.excluded == ("a",) and schema.names == ["b"]
     with pytest.raises(InputError, match="infinite"):
         resolve_schema(pd.DataFrame({"a": np.r_[np.inf, rng.normal(size=n)]}), None, ledger=_ledger(), share=0.1,
                        rng=rng)

@@ -15,10 +15,13 @@ def test_id_like_column_is_excluded_with_a_warning():
     assert schema.excluded == ("id",) and schema.names == ["x"]
 
 
-def test_all_nan_column_is_an_error():
+def test_all_nan_column_is_excluded_with_a_warning():
     df = pd.DataFrame({"a": [np.nan, np.nan], "b": [1, 2]})
-    with pytest.raises(InputError, match="Column 'a' has no values"):
-        infer_schema(df)
+    with pytest.warns(UserWarning, match="Column 'a' has no values"):
+        schema = infer_schema(df)
+    assert schema.excluded == ("a",) and schema.names == ["b"]
+    with pytest.raises(InputError, match="Target column 'a' is all missing"):
+        infer_schema(df, target="a", warn=False)
 
 
 def test_inf_values_are_an_error():
