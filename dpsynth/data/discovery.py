@@ -270,7 +270,8 @@ def _histogram_numeric(series: pd.Series, col: Column, edges, ledger, sigma, rng
                        ) -> NumericHistogram:
     """One Gaussian count query over the bins inside ``[lower, upper]``, the special values, the missing cell and
     two cells for the rows below / above the bounds (each row falls in exactly one cell: L2 sensitivity 1). The
-    out-of-range cells are added to the edge bins (where clipping puts those rows; post-processing) and give a DP
+    out-of-range cells, when they clear 2 noise sd, are added to the edge bins (where clipping puts those rows;
+    post-processing) and give a DP
     estimate of how many rows the bounds clip: the only way a DP fit reports clipping (``warn``)."""
     values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
     with np.errstate(invalid="ignore"):
@@ -284,8 +285,10 @@ def _histogram_numeric(series: pd.Series, col: Column, edges, ledger, sigma, rng
     k = len(counts)
     bins = noisy[:k].copy()
     n_below, n_above = noisy[-2], noisy[-1]
-    bins[0] += n_below
-    bins[-1] += n_above
+    # out-of-range rows are clipped to the edge bins; a cell that does not clear 2 noise sd is read as empty, so
+    # that a table inside its bounds (the usual case with a public schema) does not get twice the noise there
+    bins[0] += n_below if n_below > 2.0 * sigma else 0.0
+    bins[-1] += n_above if n_above > 2.0 * sigma else 0.0
     special_counts = {s: max(0.0, float(c)) for s, c in zip(col.special_values, noisy[k : k + len(specials)])}
     if warn and sigma > 0:
         _warn_clipped(col, n_below + n_above, sigma)

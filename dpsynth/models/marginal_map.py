@@ -24,7 +24,8 @@ Details:
   rows stay i.i.d. and a seed reproduces them. Ties (integer columns) get a randomised probability integral
   transform (``u`` uniform over the tied mass), so a spike is spread over the DP histogram's bins exactly.
 - ``F_dp`` is piecewise linear over the histogram's bins (uniform within a bin). Bins whose noisy count is below
-  2 sigma are treated as empty (clipping the noise at 0 leaves positive mass in every empty bin); special values
+  2 sigma are treated as empty (clipping the noise at 0 leaves positive mass in every empty bin); on a small table,
+  where single bins drown in the noise, adjacent bins are merged first (:func:`coarsened`); special values
   (e.g. 0 of capital-gain) and missing values are left as the model drew them and only the regular values are
   mapped. Integer columns are rounded; everything stays inside the schema's bounds.
 """
@@ -40,7 +41,7 @@ import pandas as pd
 from dpsynth.data.metadata import DPMetadata, NumericHistogram
 from dpsynth.data.schema import Schema
 
-__all__ = ["MarginalMap", "CategoryWeights"]
+__all__ = ["MarginalMap", "CategoryWeights", "coarsened", "category_target"]
 
 _NUMERIC_KINDS = ("continuous", "integer", "mixed", "long_tail")
 
@@ -113,9 +114,13 @@ class MarginalMap:
             hist = metadata.histograms.get(col.name)
             if col.kind not in _NUMERIC_KINDS or not isinstance(hist, NumericHistogram):
                 continue
-            counts = np.asarray(hist.counts, dtype=float)
-            kept = np.where(counts >= 2.0 * sigma, counts, 0.0) if sigma > 0 else counts
-            if kept.sum() <= 0 or len(hist.edges) < 2:
+            if len(hist.edges) < 2:
+                continue
+            # the DP row count less the missing and special cells: a far less noisy total than the sum of the bins
+            total = metadata.n_rows - hist.missing - sum(hist.special_counts.values())
+            kept, edges = coarsened(np.asarray(hist.counts, dtype=float), np.asarray(hist.edges, dtype=float), sigma,
+                                    total)
+            if kept.sum() <= 0:
                 continue  # the DP histogram says nothing usable: leave the column as the model drew it
             values = pd.to_numeric(reference[col.name], errors="coerce").to_numpy(dtype=float)
             regular = values[~np.isnan(values)]
@@ -128,8 +133,7 @@ class MarginalMap:
             cdf = np.concatenate([[0.0], np.cumsum(kept) / kept.sum()])
             lower = float(col.lower) if col.lower is not None else float(hist.edges[0])
             upper = float(col.upper) if col.upper is not None else float(hist.edges[-1])
-            maps[col.name] = _ColumnMap(model_q, np.asarray(hist.edges, dtype=float), cdf, tuple(col.special_values),
-                                        bool(col.rounds), lower, upper)
+            maps[col.name] = _ColumnMap(model_q, edges, cdf, tuple(col.special_values), bool(col.rounds), lower, upper)
         return cls(maps)
 
     def apply(self, frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
@@ -153,8 +157,9 @@ class CategoryWeights:
 
     ``mode="probs"``: the span holds probabilities and the decoder draws a slot in proportion to
     ``p * w``; ``mode="logits"``: the span holds logits and the decoder takes ``argmax(logit + log w)``.
-    Targets are the transformer's DP slot counts (:meth:`TableTransformer.slot_counts`); slots whose noisy count
-    is below 2 sigma get a tiny target (1e-4 of the span) rather than zero, so no category becomes impossible.
+    Targets are the transformer's DP slot counts (:meth:`TableTransformer.slot_counts`, denoised by
+    :func:`category_target`); empty slots get a tiny target (1e-4 of the span) rather than zero, so no category
+    becomes impossible.
     """
 
     def __init__(self, spans: dict[int, tuple[int, int]], log_weights: dict[int, np.ndarray], mode: str):
@@ -170,9 +175,7 @@ class CategoryWeights:
         for i, span in enumerate(transformer.output_info):
             if span.role != "category" or i not in counts:
                 continue
-            target = np.asarray(counts[i], dtype=float)
-            if sigma > 0:
-                target = np.where(target >= 2.0 * sigma, target, 0.0)
+            target = category_target(np.asarray(counts[i], dtype=float), sigma)
             if target.sum() <= 0 or len(target) != span.end - span.start:
                 continue
             target = np.maximum(target / target.sum(), 1e-4)
@@ -199,6 +202,53 @@ class CategoryWeights:
     def from_dict(cls, d: dict[str, Any]) -> CategoryWeights:
         return cls({int(i): (int(se[0]), int(se[1])) for i, se in d["spans"].items()},
                    {int(i): np.asarray(w, dtype=float) for i, w in d["log_weights"].items()}, str(d["mode"]))
+
+
+#: a merged bin (or a category slot) counts as non-empty when its noisy count clears this many noise sds
+_CLEAR_SD = 2.0
+#: coarsen until the bins that clear the bar hold this share of the histogram's noisy total
+_KEPT_SHARE = 0.8
+
+
+def coarsened(counts: np.ndarray, edges: np.ndarray, sigma: float, total: float | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """A noisy histogram made usable as a CDF (post-processing of DP counts): adjacent bins merged in blocks of
+    ``w = 1, 2, 4, ...`` bins (noise sd ``sigma sqrt(w)`` per block, while the signal grows with ``w``) until the
+    blocks whose count clears ``_CLEAR_SD`` of their noise hold ``_KEPT_SHARE`` of ``total`` (an estimate of the
+    histogram's mass; :class:`MarginalMap` passes the DP row count minus the missing and special cells); the
+    others are empty. On a large table that is ``w = 1`` (the bins as measured); on a small one, unit bins of a
+    few dozen rows each are all below the noise, and thresholding them one by one would leave nothing (the map was
+    then skipped and the model's own marginal kept, however far off). Returns (counts, edges) of the blocks."""
+    counts = np.asarray(counts, dtype=float)
+    if sigma <= 0:
+        return counts, edges
+    if total is None:
+        # the unclipped sum estimates the mass without bias (clipping would add ~0.4 sigma per empty bin), but its
+        # noise grows with the number of bins: callers pass a better estimate when they have one
+        total = float(counts.sum())
+    total = max(total, 0.0)
+    width = 1
+    while True:
+        starts = np.arange(0, len(counts), width)
+        blocks = np.add.reduceat(counts, starts)
+        kept = np.where(blocks >= _CLEAR_SD * sigma * np.sqrt(width), blocks, 0.0)
+        if kept.sum() >= _KEPT_SHARE * total or len(blocks) == 1:
+            return np.clip(kept, 0.0, None), edges[np.r_[starts, len(counts)]]
+        width *= 2
+
+
+def category_target(counts: np.ndarray, sigma: float) -> np.ndarray:
+    """Noisy slot counts as a target marginal (post-processing). Clipping at 0 leaves about 0.4 sigma in each
+    empty slot (the mean of a half-normal); when that adds up to less than 5% of the mass (few slots: a binary
+    column, say) the clipped counts are used as they are, since a threshold would erase a real minority slot
+    (240 rows of 4,000 against 2 sigma = 250); otherwise slots below ``_CLEAR_SD`` sigma are empty."""
+    counts = np.asarray(counts, dtype=float)
+    if sigma <= 0:
+        return counts
+    clipped = np.clip(counts, 0.0, None)
+    if len(counts) * 0.4 * sigma <= 0.05 * clipped.sum():
+        return clipped
+    return np.where(counts >= _CLEAR_SD * sigma, counts, 0.0)
 
 
 def _fit_log_weights(block: np.ndarray, target: np.ndarray, mode: str, iterations: int) -> np.ndarray:

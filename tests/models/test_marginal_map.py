@@ -59,7 +59,8 @@ def test_special_values_and_missing_are_untouched_and_bins_below_two_sigma_are_e
     edges = np.linspace(0, 100, 11)
     counts = np.full(10, 5.0)  # noise-level counts everywhere ...
     counts[9] = 400.0  # ... and the real mass in [90, 100]
-    meta = _meta({"g": NumericHistogram(edges, counts, {0.0: 300.0}, missing=50.0)}, sigma=10.0)
+    # a DP row count consistent with the cells (445 regular + 300 zeros + 50 missing)
+    meta = DPMetadata(795.0, {"g": NumericHistogram(edges, counts, {0.0: 300.0}, missing=50.0)}, sigma=10.0)
     values = np.where(rng.random(10_000) < 0.3, 0.0, rng.uniform(1, 50, 10_000))
     values[rng.random(10_000) < 0.05] = np.nan
     mmap = MarginalMap.fit(pd.DataFrame({"g": values}), schema, meta)
@@ -168,3 +169,55 @@ def test_argmax_weights_on_a_collapsed_generator_keep_the_best_iterate(seed):
     tvd = 0.5 * np.abs(freq - target).sum()
     assert tvd <= 0.5 * np.abs(unweighted - target).sum()
     assert tvd < 0.15
+
+
+def rng_total(seed: int) -> float:
+    """Noise of a DP total (the row count less two cells: sd ~ sqrt(3) sigma)."""
+    return float(np.random.default_rng(1000 + seed).normal(0, 126.0 * np.sqrt(3)))
+
+
+def test_a_small_tables_histogram_is_merged_until_it_carries_the_shape():
+    """45 unit bins of ~90 rows each under noise sd 126 (a 4,000-row table, epsilon 1, 15 metadata queries): each
+    bin alone is below 2 sd, so thresholding bin by bin left nothing and the map was skipped. Merged blocks keep
+    the bulk of the mass, and their CDF is close to the true one; a large table keeps its bins as measured."""
+    from dpsynth.models.marginal_map import coarsened
+
+    edges = np.arange(22.5, 68.0, 1.0)
+    truth = np.full(45, 90.0)
+    true_cdf = np.concatenate([[0.0], np.cumsum(truth) / truth.sum()])
+    errors, old_errors = [], []
+    for seed in range(20):
+        noisy = truth + np.random.default_rng(seed).normal(0, 126.0, 45)
+        old = np.where(noisy >= 2 * 126.0, noisy, 0)  # the old rule: a few bins that the noise lifted, or nothing
+        if old.sum() > 0:
+            old_cdf = np.concatenate([[0.0], np.cumsum(old) / old.sum()])
+            old_errors.append(np.abs(old_cdf - true_cdf).max())
+        kept, merged = coarsened(noisy, edges, 126.0, total=truth.sum() + rng_total(seed))
+        assert merged[0] == edges[0] and merged[-1] == edges[-1] and len(merged) == len(kept) + 1
+        assert set(merged) <= set(edges) and len(kept) < 45
+        cdf = np.concatenate([[0.0], np.cumsum(kept) / kept.sum()])
+        errors.append(np.abs(np.interp(edges, merged, cdf) - true_cdf).max())
+    assert np.median(errors) < 0.15 and np.median(errors) < 0.5 * np.median(old_errors)
+    big = np.full(45, 5000.0) + np.random.default_rng(0).normal(0, 126.0, 45)
+    kept, merged = coarsened(big, edges, 126.0, total=45 * 5000.0)
+    assert np.array_equal(merged, edges) and np.array_equal(kept, big)
+    assert coarsened(truth, edges, 0.0)[0] is not None and np.array_equal(coarsened(truth, edges, 0.0)[1], edges)
+
+
+def test_a_minority_category_survives_when_few_slots_cannot_add_much_noise():
+    """A binary column with 240 of 4,000 rows in its minority slot, noise sd 126: the 2-sd threshold (252) erased
+    it about half of the time; two clipped slots can add at most ~100 rows of noise mass, so they are kept as
+    measured. With 40 slots (38 of them empty) clipping would add ~1,900 rows of mass: the threshold applies."""
+    from dpsynth.models.marginal_map import category_target
+
+    kept_minority = 0
+    for seed in range(50):
+        rng = np.random.default_rng(seed)
+        noisy = np.array([3760.0, 240.0]) + rng.normal(0, 126.0, 2)
+        target = category_target(noisy, 126.0)
+        assert np.array_equal(target, np.clip(noisy, 0, None))
+        kept_minority += target[1] > 0
+        many = np.r_[2000.0, 2000.0, np.zeros(38)] + rng.normal(0, 126.0, 40)
+        thresholded = category_target(many, 126.0)
+        assert (thresholded[2:] > 0).sum() <= 3 and thresholded[0] > 0 and thresholded[1] > 0
+    assert kept_minority >= 44  # 240 + N(0, 126) > 0 w.p. 0.97; the old 2-sd threshold kept it w.p. 0.47
