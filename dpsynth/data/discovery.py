@@ -29,8 +29,8 @@
     noise on any of the grid's bins exceeds with probability 1%) are treated as empty (post-processing);
     bounds are the edges of the decades holding the ``TAIL`` and ``1 - TAIL`` quantiles of what remains, so
     they are coarse (a decade) but cover the bulk: values outside are clipped, with a warning naming the
-    count. A column with no decade above the floor (too few non-missing values) is excluded, with a warning. A noisy zero mass >= 10% of the total, beside non-zero mass, makes the column ``mixed`` with
-    special value 0. Decades are wide on purpose: the signal of a bin grows with its width, the noise does not,
+    count. A column with no decade above the floor (too few non-missing values) is excluded, with a warning.
+    A noisy zero mass >= 10% of the total, beside non-zero mass, makes the column ``mixed`` with special value 0. Decades are wide on purpose: the signal of a bin grows with its width, the noise does not,
     so thin tails (e.g. the 8% of non-zero capital gains in Adult, spread over three decades) are still seen.
     (2) **Shape**: a noisy histogram inside those bounds, on the grid a public schema would get (unit bins for
     integer ranges up to 200, else 64 equal bins), with the zero (special value) and missing counts as cells of
@@ -211,7 +211,7 @@ def plan_discovery(data: pd.DataFrame, *, epsilon: float, delta: float, share: f
         n_numeric = sum(_is_numeric_or_bool(data[c]) and not pd.api.types.is_bool_dtype(data[c].dtype)
                         for c in data.columns)
         n_queries = data.shape[1] + n_numeric + 1
-        n_selection = max(1, data.shape[1] - n_numeric)
+        n_selection = max(1, sum(not _is_numeric_or_bool(data[c]) for c in data.columns))  # text columns
     sigma = calibrate_metadata_sigma(n_queries, share * epsilon, delta / 2)
     threshold = selection_threshold(sigma, delta / 4 / n_selection)
     cells = 2 * (len(geometric_grid()) - 1) + 3  # the private-dtypes kind-and-bounds query (the larger one)
@@ -271,8 +271,8 @@ def _histogram_numeric(series: pd.Series, col: Column, edges, ledger, sigma, rng
     """One Gaussian count query over the bins inside ``[lower, upper]``, the special values, the missing cell and
     two cells for the rows below / above the bounds (each row falls in exactly one cell: L2 sensitivity 1). The
     out-of-range cells, when they clear 2 noise sd, are added to the edge bins (where clipping puts those rows;
-    post-processing) and give a DP
-    estimate of how many rows the bounds clip: the only way a DP fit reports clipping (``warn``)."""
+    post-processing) and give a DP estimate of how many rows the bounds clip: the only way a DP fit reports
+    clipping (``warn``)."""
     values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
     with np.errstate(invalid="ignore"):
         below, above = values < col.lower, values > col.upper

@@ -78,7 +78,7 @@ def test_the_pre_flight_plan_is_what_the_fit_uses():
     query from public facts); a value with about the planned count is released, far below it is not."""
     rng = np.random.default_rng(3)
     n = 20_000
-    data = pd.DataFrame({"c": rng.choice(["a", "b"], n), "x": rng.normal(size=n)})
+    data = pd.DataFrame({"c": rng.choice(["a", "b"], n), "x": rng.normal(size=n), "flag": rng.random(n) < 0.3})
     plan = plan_discovery(data, epsilon=1.0, delta=1e-5, share=0.1)
     ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-5)
     resolve_schema(data, None, ledger=ledger, share=0.1, rng=rng)
@@ -87,8 +87,8 @@ def test_the_pre_flight_plan_is_what_the_fit_uses():
     threshold = next(e.params["threshold"] for e in ledger.entries if "partition selection" in e.mechanism)
     assert threshold == pytest.approx(plan.category_rows)
     # monotone in the public facts: more columns or less budget need more rows
-    wider = plan_discovery(pd.concat([data] * 3, axis=1, keys=["p", "q", "r"]).droplevel(0, axis=1)
-                           .set_axis([f"c{i}" for i in range(6)], axis=1), epsilon=1.0, delta=1e-5, share=0.1)
+    wider = plan_discovery(pd.concat([data] * 3, axis=1).set_axis([f"c{i}" for i in range(9)], axis=1),
+                           epsilon=1.0, delta=1e-5, share=0.1)
     assert wider.category_rows > plan.category_rows and wider.bound_rows > plan.bound_rows
     poorer = plan_discovery(data, epsilon=0.5, delta=1e-5, share=0.1)
     assert poorer.category_rows > plan.category_rows
