@@ -288,6 +288,9 @@ def _cmd_fit(args) -> int:
     # cheap checks first: a typo must not cost a data load (or a fit)
     check_privacy_params(args.epsilon, args.delta)
     check_output_path(args.out)
+    from dpsynth.models import get_model_class
+
+    get_model_class(args.model)  # an unknown model name is one error line before any data is read
     schema = Schema.load(args.schema) if args.schema else None
     dtypes = args.dtypes or _default_dtypes(args.data)
     train, _, bundled_schema, _ = load_table(args.data, as_text=schema is None and dtypes == "private", sep=args.sep)
