@@ -25,9 +25,11 @@ Details:
   transform (``u`` uniform over the tied mass), so a spike is spread over the DP histogram's bins exactly.
 - ``F_dp`` is piecewise linear over the histogram's bins (uniform within a bin). Bins whose noisy count is below
   2 sigma are treated as empty (clipping the noise at 0 leaves positive mass in every empty bin); on a small table,
-  where single bins drown in the noise, adjacent bins are merged first (:func:`coarsened`); special values
-  (e.g. 0 of capital-gain) and missing values are left as the model drew them and only the regular values are
-  mapped. Integer columns are rounded; everything stays inside the schema's bounds.
+  where single bins drown in the noise, adjacent bins are merged first (:func:`coarsened`). Special values (e.g.
+  0 of capital-gain) are point masses of ``F_dp`` at their DP counts, so their share follows the DP histogram too
+  (a model that drew only zeros in a 0/1 column is spread back over both values); missing values are left as the
+  model drew them. (Files written before special values were mapped keep them as drawn: ``specials`` lists them.)
+  Integer columns are rounded; everything stays inside the schema's bounds.
 """
 
 from __future__ import annotations
@@ -120,20 +122,21 @@ class MarginalMap:
             total = metadata.n_rows - hist.missing - sum(hist.special_counts.values())
             kept, edges = coarsened(np.asarray(hist.counts, dtype=float), np.asarray(hist.edges, dtype=float), sigma,
                                     total)
-            if kept.sum() <= 0:
+            # special values (0 of a mixed column) are point masses of the same CDF, at their DP counts (below 2
+            # sigma: empty), so a model that collapsed onto the special value is spread back over the histogram
+            specials = {float(v): (float(c) if c >= 2.0 * sigma else 0.0) for v, c in hist.special_counts.items()}
+            if kept.sum() + sum(specials.values()) <= 0:
                 continue  # the DP histogram says nothing usable: leave the column as the model drew it
             values = pd.to_numeric(reference[col.name], errors="coerce").to_numpy(dtype=float)
-            regular = values[~np.isnan(values)]
-            for s in col.special_values:
-                regular = regular[regular != s]
-            if regular.size < 10:
+            present = values[~np.isnan(values)]
+            if present.size < 10:
                 continue
-            k = min(levels, regular.size)
-            model_q = np.quantile(regular, (np.arange(k) + 0.5) / k, method="inverted_cdf")
-            cdf = np.concatenate([[0.0], np.cumsum(kept) / kept.sum()])
+            k = min(levels, present.size)
+            model_q = np.quantile(present, (np.arange(k) + 0.5) / k, method="inverted_cdf")
+            knots, cdf = _knots(edges, kept, specials)
             lower = float(col.lower) if col.lower is not None else float(hist.edges[0])
             upper = float(col.upper) if col.upper is not None else float(hist.edges[-1])
-            maps[col.name] = _ColumnMap(model_q, edges, cdf, tuple(col.special_values), bool(col.rounds), lower, upper)
+            maps[col.name] = _ColumnMap(model_q, knots, cdf, (), bool(col.rounds), lower, upper)
         return cls(maps)
 
     def apply(self, frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
@@ -202,6 +205,30 @@ class CategoryWeights:
     def from_dict(cls, d: dict[str, Any]) -> CategoryWeights:
         return cls({int(i): (int(se[0]), int(se[1])) for i, se in d["spans"].items()},
                    {int(i): np.asarray(w, dtype=float) for i, w in d["log_weights"].items()}, str(d["mode"]))
+
+
+def _knots(edges: np.ndarray, counts: np.ndarray, specials: dict[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """The knots ``(x, F(x))`` of a distribution uniform within each bin, with a point mass at each special value
+    (a vertical step: two knots at the same x), normalised to F = 1 at the end; a bin that holds a special value
+    is split at it. ``np.interp(u, F, x)`` is then its quantile function (a u inside a step gives the special)."""
+    segments = []  # (lo, hi, mass): a bin, or a point mass when lo == hi
+    for lo, hi, mass in zip(edges[:-1], edges[1:], counts):
+        cuts = sorted(v for v in specials if lo < v < hi)
+        bounds = [lo, *cuts, hi]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            share = (b - a) / (hi - lo) if hi > lo else 1.0  # a zero-width bin (lower == upper) holds all its mass
+            segments.append((float(a), float(b), float(mass) * share))
+    segments += [(v, v, m) for v, m in specials.items()]
+    segments.sort(key=lambda seg: (seg[0], seg[1]))
+    xs, cs = [segments[0][0]], [0.0]
+    for lo, hi, mass in segments:
+        if lo > xs[-1]:
+            xs.append(lo)
+            cs.append(cs[-1])
+        xs.append(hi)
+        cs.append(cs[-1] + mass)
+    cdf = np.asarray(cs) / cs[-1]
+    return np.asarray(xs), cdf
 
 
 #: a merged bin (or a category slot) counts as non-empty when its noisy count clears this many noise sds

@@ -53,7 +53,7 @@ def test_integer_column_with_ties_matches_unit_bins_exactly_in_distribution():
     assert np.abs(freq - target).max() < 0.02
 
 
-def test_special_values_and_missing_are_untouched_and_bins_below_two_sigma_are_empty():
+def test_special_values_follow_their_dp_count_missing_is_untouched_and_bins_below_two_sigma_are_empty():
     rng = np.random.default_rng(0)
     schema = Schema((Column("g", "mixed", lower=0.0, upper=100.0, special_values=(0.0,), nullable=True),))
     edges = np.linspace(0, 100, 11)
@@ -66,9 +66,27 @@ def test_special_values_and_missing_are_untouched_and_bins_below_two_sigma_are_e
     mmap = MarginalMap.fit(pd.DataFrame({"g": values}), schema, meta)
     out = mmap.apply(pd.DataFrame({"g": values}), np.random.default_rng(1))["g"].to_numpy()
     assert np.array_equal(np.isnan(out), np.isnan(values))
-    assert np.array_equal(out == 0.0, values == 0.0)
-    regular = out[~np.isnan(out) & (out != 0.0)]
+    present = out[~np.isnan(out)]
+    # the zeros' share follows the DP counts (300 of 700 kept), not the model's 30%; every model zero stays a
+    # zero or moves up (ranks kept), and the regular values land in the one bin that clears 2 sigma
+    assert abs(np.mean(present == 0.0) - 300 / 700) < 0.02
+    assert np.all(out[values == 0.0] >= 0.0)
+    regular = present[present != 0.0]
     assert regular.min() >= 90.0  # the noise-level bins (5 < 2 sigma) got no mass
+
+
+def test_a_model_collapsed_onto_the_special_value_is_spread_back():
+    """A 0/1 column read as mixed (special 0, unit bins up to 10): the DP histogram says 10% ones, the model drew
+    only zeros. The tied zeros are spread over the DP CDF, so about 10% become 1 (no other value has mass)."""
+    schema = Schema((Column("y", "mixed", lower=0.0, upper=10.0, special_values=(0.0,), integer_valued=True),))
+    edges = np.arange(-0.5, 11.0, 1.0)
+    counts = np.zeros(11)
+    counts[1] = 400.0
+    meta = DPMetadata(4000.0, {"y": NumericHistogram(edges, counts, {0.0: 3600.0})}, sigma=100.0)
+    mmap = MarginalMap.fit(pd.DataFrame({"y": np.zeros(5000)}), schema, meta)
+    out = mmap.apply(pd.DataFrame({"y": np.zeros(20_000)}), np.random.default_rng(0))["y"].to_numpy()
+    assert set(np.unique(out)) == {0.0, 1.0}
+    assert abs(np.mean(out == 1.0) - 0.1) < 0.01
 
 
 def test_round_trip_through_dict_gives_the_same_map():
@@ -221,3 +239,13 @@ def test_a_minority_category_survives_when_few_slots_cannot_add_much_noise():
         thresholded = category_target(many, 126.0)
         assert (thresholded[2:] > 0).sum() <= 3 and thresholded[0] > 0 and thresholded[1] > 0
     assert kept_minority >= 44  # 240 + N(0, 126) > 0 w.p. 0.97; the old 2-sd threshold kept it w.p. 0.47
+
+
+def test_knots_of_a_split_bin_a_point_mass_and_a_zero_width_bin():
+    from dpsynth.models.marginal_map import _knots
+
+    xs, cdf = _knots(np.array([-1.0, 1.0, 3.0]), np.array([20.0, 20.0]), {0.0: 60.0})
+    # [-1, 0): 10, step of 60 at 0, (0, 1): 10, [1, 3): 20
+    assert np.allclose(xs, [-1.0, 0.0, 0.0, 1.0, 3.0]) and np.allclose(cdf, [0.0, 0.1, 0.7, 0.8, 1.0])
+    xs, cdf = _knots(np.array([5.0, 5.0]), np.array([10.0]), {})  # a constant column's histogram
+    assert np.all(np.isfinite(cdf)) and cdf[-1] == 1.0 and np.all(xs == 5.0)
