@@ -30,8 +30,9 @@
     bounds are the edges of the decades holding the ``TAIL`` and ``1 - TAIL`` quantiles of what remains, so
     they are coarse (a decade) but cover the bulk: values outside are clipped, with a warning naming the
     count. A column with no decade above the floor (too few non-missing values) is excluded, with a warning.
-    A noisy zero mass >= 10% of the total, beside non-zero mass, makes the column ``mixed`` with special value 0. Decades are wide on purpose: the signal of a bin grows with its width, the noise does not,
-    so thin tails (e.g. the 8% of non-zero capital gains in Adult, spread over three decades) are still seen.
+    A noisy zero mass >= 10% of the total, beside non-zero mass, makes the column ``mixed`` with special value 0.
+    Decades are wide on purpose: the signal of a bin grows with its width, the noise does not, so thin tails
+    (e.g. the 8% of non-zero capital gains in Adult, spread over three decades) are still seen.
     (2) **Shape**: a noisy histogram inside those bounds, on the grid a public schema would get (unit bins for
     integer ranges up to 200, else 64 equal bins), with the zero (special value) and missing counts as cells of
     the same query. This is the DP histogram the encoders and marginal matching use;
@@ -49,8 +50,9 @@ estimate"), never from the exact count; schema mismatches quote no value and no 
 
 Neighbouring relation: add/remove one row of the private table (the ledger's). Budget: every query is a Gaussian
 count of L2 sensitivity 1 (add/remove one record touches exactly one cell per query: a row is missing, or text, or
-a number in one decade; out-of-range numbers have cells of their own). With m queries (1 row count + 1 per column + 1 more per numeric column), sigma is calibrated so that
-the metadata phase alone is (share * epsilon, delta / 2)-DP (exactly: m Gaussians compose to one Gaussian);
+a number in one decade; out-of-range numbers have cells of their own). With m queries (1 row count + 1 per column
++ 1 more per numeric column; 2 per column with private dtypes), sigma is calibrated (:func:`plan_discovery`, the
+pre-flight plan the fit prints) so that the metadata phase alone is (share * epsilon, delta / 2)-DP (exactly: m Gaussians compose to one Gaussian);
 partition selection adds delta / 4 in total (split over the columns that need it). The ledger composes the
 phase with training phases (PLD/RDP), so the final epsilon is that of the whole release.
 
@@ -219,10 +221,17 @@ def plan_discovery(data: pd.DataFrame, *, epsilon: float, delta: float, share: f
     return DiscoveryPlan(data.shape[1], n_queries, sigma, threshold, floor)
 
 
-def _check_feasible(plan_: DiscoveryPlan, n_rows: float) -> None:
+def _plan(data: pd.DataFrame, ledger: PrivacyLedger, share: float, dtypes: str) -> DiscoveryPlan | None:
+    """The plan a DP discovery runs on (None in the non-private mode, which adds no noise)."""
+    if ledger.non_private:
+        return None
+    return plan_discovery(data, epsilon=ledger.target_epsilon, delta=ledger.target_delta, share=share, dtypes=dtypes)
+
+
+def _check_feasible(plan_: DiscoveryPlan | None, n_rows: float) -> None:
     """Refuse, right after the DP row count (the only query spent), a table too small for any column to be
     released: fail early, with the numbers, instead of after the whole metadata budget."""
-    if not plan_.feasible(n_rows):
+    if plan_ is not None and not plan_.feasible(n_rows):
         raise InputError(f"This table is too small for DP discovery at this budget: {plan_.describe(n_rows)} Give a "
                          "public schema (--schema), raise epsilon or --metadata-share, or drop columns.")
 
@@ -337,15 +346,13 @@ def _public_schema_stats(data, schema: Schema, ledger, share, rng) -> DPMetadata
 # ---------------------------------------------------------------------------------------------- DP discovery
 def _discover(data: pd.DataFrame, ledger: PrivacyLedger, share: float, rng) -> tuple[Schema, DPMetadata]:
     n_text = sum(not _is_numeric_or_bool(data[c]) for c in data.columns)
-    n_numeric = sum(_is_numeric_or_bool(data[c]) and not pd.api.types.is_bool_dtype(data[c].dtype)
-                    for c in data.columns)
-    sigma = _sigma(ledger, data.shape[1] + n_numeric + 1, share)  # row count, one per column, bounds per number
     selection_delta = ledger.target_delta / 4 / max(n_text, 1)
-    threshold = selection_threshold(sigma, selection_delta)
+    # row count, one query per column, one more per number: sigma and threshold are the pre-flight plan's
+    plan = _plan(data, ledger, share, "public")
+    sigma, threshold = (0.0, selection_threshold(0.0, selection_delta)) if plan is None else \
+        (plan.sigma, plan.category_rows)
     n_rows = _noisy_row_count(data, ledger, sigma, rng)
-    if sigma > 0:
-        _check_feasible(plan_discovery(data, epsilon=ledger.target_epsilon, delta=ledger.target_delta, share=share),
-                        n_rows)
+    _check_feasible(plan, n_rows)
     columns, hists, excluded = [], {}, []
     for name in data.columns:
         series = data[name]

@@ -20,11 +20,10 @@ from dpsynth.data.discovery import (
     _histogram_numeric,
     _noisy_row_count,
     _numeric_counts,
+    _plan,
     _public_grid,
-    _sigma,
     _spend,
     geometric_grid,
-    plan_discovery,
 )
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
@@ -44,13 +43,12 @@ def discover_private_dtypes(data: pd.DataFrame, ledger: PrivacyLedger, share: fl
     """DP discovery on a text frame: two Gaussian count queries per column whatever it turns out to be (so the
     number of queries, hence sigma, is fixed before any is answered) plus the row count."""
     k = data.shape[1]
-    sigma = _sigma(ledger, 2 * k + 1, share)
     selection_delta = ledger.target_delta / 4 / k  # any column may turn out to be text
-    threshold = selection_threshold(sigma, selection_delta)
+    plan = _plan(data, ledger, share, "private")  # 2k + 1 queries: sigma and threshold are the pre-flight plan's
+    sigma, threshold = (0.0, selection_threshold(0.0, selection_delta)) if plan is None else \
+        (plan.sigma, plan.category_rows)
     n_rows = _noisy_row_count(data, ledger, sigma, rng)
-    if sigma > 0:
-        _check_feasible(plan_discovery(data, epsilon=ledger.target_epsilon, delta=ledger.target_delta, share=share,
-                                       dtypes="private"), n_rows)
+    _check_feasible(plan, n_rows)
     columns, hists, excluded = [], {}, []
     for name in data.columns:
         col, hist = _discover_typed(data[name], n_rows, ledger, sigma, threshold, selection_delta, rng)
