@@ -52,8 +52,8 @@ Neighbouring relation: add/remove one row of the private table (the ledger's). B
 count of L2 sensitivity 1 (add/remove one record touches exactly one cell per query: a row is missing, or text, or
 a number in one decade; out-of-range numbers have cells of their own). With m queries (1 row count + 1 per column
 + 1 more per numeric column; 2 per column with private dtypes), sigma is calibrated (:func:`plan_discovery`, the
-pre-flight plan the fit prints) so that the metadata phase alone is (share * epsilon, delta / 2)-DP (exactly: m Gaussians compose to one Gaussian);
-partition selection adds delta / 4 in total (split over the columns that need it). The ledger composes the
+pre-flight plan the fit prints) so that the metadata phase alone is (share * epsilon, delta / 2)-DP (exactly: m
+Gaussians compose to one Gaussian); partition selection adds delta / 4 in total (split over the columns that need it). The ledger composes the
 phase with training phases (PLD/RDP), so the final epsilon is that of the whole release.
 
 What this costs in practice (the bundled Adult train split, 32,561 rows x 15 columns, no schema, epsilon = 1,
