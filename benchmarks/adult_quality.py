@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from dpsynth.datasets import load
 
-    train, test = load("adult")
+    train, test = load("adult").split()
     if args.rows:
         train = train.sample(n=args.rows, random_state=0).reset_index(drop=True)
     params = {}

@@ -52,7 +52,7 @@ GROUPS = ("similarity", "unsupervised", "quality", "dimwise_prediction", "ml_eff
 def _adult() -> tuple[pd.DataFrame, pd.DataFrame]:
     from dpsynth.datasets import load
 
-    return load("adult")
+    return load("adult").split()
 
 
 def _shuffled(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -79,7 +79,7 @@ def _cpu_seconds() -> float:
 
 
 def worker(group: str, n: int) -> None:
-    from dpsynth.evaluate import evaluate
+    from dpsynth.evaluation import evaluate
 
     real, synth, test = _tables(n)
     import gc
@@ -115,7 +115,7 @@ def _reset_peak() -> None:
 def adult_run(out: str) -> dict:
     from joblib.externals.loky import get_reusable_executor
 
-    from dpsynth.evaluate import evaluate, write_report
+    from dpsynth.evaluation import evaluate, write_report
 
     train, test = _adult()
     synth = _shuffled(train, 1)

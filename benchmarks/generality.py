@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import math
 import os
 import tempfile
@@ -57,7 +58,7 @@ MAX_PAIRS = 300
 def load_split(name: str, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     from dpsynth import datasets
 
-    frame = datasets.load(name)
+    frame = datasets.load(name).train
     frame = frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
     cut = int(round(0.8 * len(frame)))
     return frame.iloc[:cut].reset_index(drop=True), frame.iloc[cut:].reset_index(drop=True)
@@ -170,7 +171,8 @@ def ml_score(train: pd.DataFrame, test: pd.DataFrame, target: str | None, task: 
 
 
 # ---------------------------------------------------------------------------------------------- runs
-def run_one(name: str, model_name: str, mode: str, epsilon: float, seed: int, folder: Path) -> dict:
+def run_one(name: str, model_name: str, mode: str, epsilon: float, seed: int, folder: Path,
+            params: dict | None = None) -> dict:
     from dpsynth.data.inference import infer_schema
     from dpsynth.datasets import REGISTRY
     from dpsynth.errors import DPSynthError
@@ -185,7 +187,9 @@ def run_one(name: str, model_name: str, mode: str, epsilon: float, seed: int, fo
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = get_model_class(model_name)()
+            cls = get_model_class(model_name)
+            known = set(cls._param_names())
+            model = cls(**{k: v for k, v in (params or {}).items() if k in known})
             if mode == "none":
                 model.fit(text_train, epsilon=epsilon, delta=1e-5, seed=seed, dtypes="private")
             else:
@@ -198,7 +202,14 @@ def run_one(name: str, model_name: str, mode: str, epsilon: float, seed: int, fo
     score, note = ml_score(synthetic, typed_test, info.target, info.task, typed_train, seed)
     tvd1, tvd2 = marginal_tvds(typed_train, synthetic, seed)
     return {**out, "kept": len(model.schema_.names), "fit_s": fit_s, "n_synth": len(synthetic),
-            "score": score, "tvd1": tvd1, "tvd2": tvd2, "eps": model.ledger_.epsilon(), "note": note}
+            "const": collapsed_columns(typed_train, synthetic), "score": score, "tvd1": tvd1, "tvd2": tvd2,
+            "eps": model.ledger_.epsilon(), "note": note}
+
+
+def collapsed_columns(real: pd.DataFrame, synthetic: pd.DataFrame) -> int:
+    """Columns that hold one value in the synthetic rows but several in the real ones (a collapsed model)."""
+    return sum(1 for c in synthetic.columns if c in real.columns
+               and synthetic[c].nunique(dropna=False) <= 1 < real[c].nunique(dropna=False))
 
 
 def run_real(name: str, seed: int, folder: Path) -> dict:
@@ -221,8 +232,17 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="a model hyper-parameter (JSON value), given to every model that has it; repeatable")
     parser.add_argument("--out", help="also write the results as CSV")
     args = parser.parse_args()
+    params = {}
+    for item in args.param:
+        key, _, value = item.partition("=")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
     default_data = Path(__file__).resolve().parents[2] / "shared" / "datasets"
     if "DPSYNTH_DATA" not in os.environ and default_data.is_dir():
         os.environ["DPSYNTH_DATA"] = str(default_data)
@@ -230,7 +250,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     rows = []
-    header = (f"{'table':<16}{'rows':>7}{'cols':>5} {'model':<12}{'schema':<7}{'kept':>5}{'fit_s':>8}{'score':>8}"
+    header = (f"{'table':<16}{'rows':>7}{'cols':>5} {'model':<12}{'schema':<7}{'kept':>5}{'const':>6}{'fit_s':>8}{'score':>8}"
               f"{'tvd1':>8}{'tvd2':>8}  note")
     print(header, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -239,11 +259,11 @@ def main() -> None:
             jobs = [("real", "-")] + [(m, s) for m in args.models.split(",") for s in args.schema.split(",")]
             for model_name, mode in jobs:
                 r = (run_real(name, args.seed, folder) if model_name == "real"
-                     else run_one(name, model_name, mode, args.epsilon, args.seed, folder))
+                     else run_one(name, model_name, mode, args.epsilon, args.seed, folder, params))
                 rows.append(r)
                 if args.out:  # after every run: a crash or a kill loses nothing measured so far
                     pd.DataFrame(rows).to_csv(args.out, index=False)
-                print(f"{r['table']:<16}{r['rows']:>7}{r['cols']:>5} {r['model']:<12}{r['schema']:<7}{r['kept']:>5}"
+                print(f"{r['table']:<16}{r['rows']:>7}{r['cols']:>5} {r['model']:<12}{r['schema']:<7}{r['kept']:>5}{r.get('const', 0):>6}"
                       f"{r.get('fit_s', math.nan):>8.1f}{r.get('score', math.nan):>8.3f}{r.get('tvd1', math.nan):>8.3f}"
                       f"{r.get('tvd2', math.nan):>8.3f}  {r.get('note', '')}", flush=True)
 

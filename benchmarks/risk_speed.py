@@ -59,13 +59,13 @@ def main() -> None:
 
     from dpsynth.attacks import GroundhogAttack, LocalExecutor, ModelFactory, assess_risk
     from dpsynth.datasets import load, schema
-    from dpsynth.models.marginals import MarginalsSynthesizer
+    from dpsynth.models.marginals import Marginals
 
-    train, test = load("adult")
+    train, test = load("adult").split()
     sc = schema("adult")
     rows = []
     if not args.skip_default:
-        release = MarginalsSynthesizer().fit(train, epsilon=1.0, delta=1e-5, schema=sc, seed=0).sample(seed=1)
+        release = Marginals().fit(train, epsilon=1.0, delta=1e-5, schema=sc, seed=0).sample(seed=1)
         t0, c0 = time.perf_counter(), _cpu()
         rr = assess_risk(train, release, control=test, executor=LocalExecutor(args.workers), seed=0)
         total, cpu = time.perf_counter() - t0, _cpu() - c0

@@ -1,6 +1,14 @@
-"""dpsynth: differentially private synthetic data, with one honest privacy ledger per model."""
+"""dpsynth: differentially private synthetic data, with one honest privacy ledger per model.
+
+    from dpsynth import DPTLDM, PrivacyBudget, datasets
+    adult = datasets.load("adult")
+    model = DPTLDM().fit(adult.train, PrivacyBudget(epsilon=1.0, delta=1e-5), schema=adult.schema)
+    synthetic = model.sample()
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -14,8 +22,28 @@ from dpsynth.errors import (  # noqa: E402
     SchemaError,
 )
 
+if TYPE_CHECKING:  # what IDEs and type checkers see; at run time the names below are imported on first use
+    from dpsynth.attacks import assess_risk
+    from dpsynth.data.schema import Column, Schema
+    from dpsynth.datasets import Dataset
+    from dpsynth.evaluation.core import evaluate
+    from dpsynth.models import available_models, get_model_class, load_model
+    from dpsynth.models.base import Synthesizer
+    from dpsynth.models.checks import check_synthesizer
+    from dpsynth.models.dp_auto_gan import DPAutoGAN
+    from dpsynth.models.dp_tldm import DPTLDM
+    from dpsynth.models.marginals import Marginals
+    from dpsynth.privacy.budget import PrivacyBudget
+
 __all__ = [
     "__version__",
+    "Synthesizer",
+    "Marginals",
+    "DPTLDM",
+    "DPAutoGAN",
+    "PrivacyBudget",
+    "Dataset",
+    "check_synthesizer",
     "Column",
     "Schema",
     "DPSynthError",
@@ -30,6 +58,7 @@ __all__ = [
     "load_model",
     "assess_risk",
     "evaluate",
+    "datasets",
 ]
 
 # Imported on first use so that ``import dpsynth`` stays light (no pandas, no torch, no scikit-learn): ``dpsynth
@@ -41,15 +70,28 @@ _LAZY = {
     "get_model_class": "dpsynth.models",
     "load_model": "dpsynth.models",
     "assess_risk": "dpsynth.attacks",
+    "evaluate": "dpsynth.evaluation.core",
+    "Synthesizer": "dpsynth.models.base",
+    "Marginals": "dpsynth.models.marginals",
+    "DPTLDM": "dpsynth.models.dp_tldm",
+    "DPAutoGAN": "dpsynth.models.dp_auto_gan",
+    "PrivacyBudget": "dpsynth.privacy.budget",
+    "Dataset": "dpsynth.datasets",
+    "check_synthesizer": "dpsynth.models.checks",
 }
+
+
+#: sub-packages reachable as attributes after a bare ``import dpsynth`` (``dpsynth.evaluation.write_report``)
+_SUBMODULES = ("attacks", "data", "datasets", "evaluation", "models", "privacy")
 
 
 def __getattr__(name: str):
     import importlib
 
-    if name == "evaluate":
-        # the callable module dpsynth.evaluate: dpsynth.evaluate(real, synthetic, ...) and dpsynth.evaluate.write_report
-        return importlib.import_module("dpsynth.evaluate")
+    if name in _SUBMODULES:
+        return importlib.import_module(f"dpsynth.{name}")
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # once imported, a plain attribute
+        return value
     raise AttributeError(f"module 'dpsynth' has no attribute {name!r}")

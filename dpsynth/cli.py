@@ -23,7 +23,7 @@ from dpsynth.errors import DPSynthError, InputError
 __all__ = ["main", "build_parser"]
 
 # Subcommands contributed by other packages: module -> names of its add_parsers / run functions
-_PLUGINS = ("dpsynth.evaluate.command", "dpsynth.attacks.command")
+_PLUGINS = ("dpsynth.evaluation.command", "dpsynth.attacks.command")
 DEMO_MODEL = "dp-tldm"
 _EXIT_USER_ERROR = 2
 _EXIT_BROKEN_PIPE = 141
@@ -412,8 +412,8 @@ def _cmd_demo(args) -> int:
     name = args.model or (DEMO_MODEL if DEMO_MODEL in available_models() else "marginals")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    train, test = datasets.load("adult")
-    schema = datasets.schema("adult")
+    adult = datasets.load("adult")
+    train, schema = adult.train, adult.schema
     eps_text = "inf (non-private)" if math.isinf(args.epsilon) else f"{args.epsilon:g}"
     print(f"dpsynth demo: fitting '{name}' on Adult ({len(train):,} rows) at epsilon={eps_text}, delta={args.delta:g}",
           file=sys.stderr)
@@ -425,7 +425,7 @@ def _cmd_demo(args) -> int:
     atomic_write_text(out / "ledger.json", json.dumps(model.ledger_.to_dict(), indent=2) + "\n")
     print(model.ledger_)
     try:
-        from dpsynth.evaluate.command import demo_report
+        from dpsynth.evaluation.command import demo_report
     except ImportError:
         print("dpsynth demo: evaluation is not installed (pip install 'dpsynth[eval]'); skipping the report",
               file=sys.stderr)

@@ -1,8 +1,12 @@
 """Datasets of the seed papers: Adult ships with dpsynth; the others load from a user path or cache.
 
-``load("adult")`` returns the official (train, test) frames with clean dtypes (ints as int64, text as
-pandas strings, '?' as missing, the test labels' trailing '.' removed). ``schema("adult")`` is its public
-schema (see dpsynth/data/datasets/README.md for where every bound comes from).
+``load(name)`` returns a :class:`Dataset`, whatever the kind: ``.train`` (the table; the official train split when
+the source has one), ``.test`` (the official test split, or None), ``.target``, ``.task``, ``.schema`` (the public
+schema dpsynth ships for it, or None) and ``.graph`` (a networkx graph for graph datasets, else None).
+``load("adult")`` has the official splits with clean dtypes (ints as int64, text as pandas strings, '?' as missing,
+the test labels' trailing '.' removed); ``schema("adult")`` is its public schema (see
+dpsynth/data/datasets/README.md for where every bound comes from). ``Dataset.split(test_size, seed)`` holds out
+rows of a table without an official split.
 
 Other datasets (King County, Loan, California housing, Cardio) are looked up, in order, in the ``path``
 argument, the ``DPSYNTH_DATA`` environment variable, and ``~/.cache/dpsynth``; Wine comes from
@@ -24,7 +28,7 @@ import pandas as pd
 from dpsynth.data.schema import Schema
 from dpsynth.errors import InputError
 
-__all__ = ["DatasetInfo", "REGISTRY", "list_datasets", "load", "schema", "load_table"]
+__all__ = ["Dataset", "DatasetInfo", "REGISTRY", "list_datasets", "load", "schema", "load_table"]
 
 ADULT_COLUMNS = [
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
@@ -41,6 +45,42 @@ class DatasetInfo:
     task: str  # "classification", "regression", "graph" or "none" (a table without a prediction target)
     source: str  # "bundled", "file:<name>", "scikit-learn", "networkx"
     license: str
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One loaded dataset (the return type of :func:`load` for every kind; see the module docstring)."""
+
+    info: DatasetInfo
+    train: pd.DataFrame | None = None
+    test: pd.DataFrame | None = None
+    schema: Schema | None = None
+    graph: Any = None
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def target(self) -> str | None:
+        return self.info.target
+
+    @property
+    def task(self) -> str:
+        return self.info.task
+
+    def split(self, test_size: float = 0.2, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(train, test): the official splits when the dataset has them, else a seeded random hold-out of
+        ``test_size`` of the rows (public randomness: the split is a choice of the analyst, not a release)."""
+        if self.train is None:
+            raise InputError(f"Dataset '{self.name}' is a graph, not a table.")
+        if self.test is not None:
+            return self.train, self.test
+        if not 0.0 < test_size < 1.0:
+            raise InputError(f"test_size must be in (0, 1). Found {test_size!r}.")
+        shuffled = self.train.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+        cut = int(round((1.0 - test_size) * len(shuffled)))
+        return shuffled.iloc[:cut].reset_index(drop=True), shuffled.iloc[cut:].reset_index(drop=True)
 
 
 REGISTRY: dict[str, DatasetInfo] = {
@@ -113,8 +153,8 @@ def _search_paths(path: str | os.PathLike | None) -> list[Path]:
     return out
 
 
-def load(name: str, *, path: str | os.PathLike | None = None) -> Any:
-    """Load a dataset by name. Adult returns ``(train, test)``; other tables return one frame; karate a graph.
+def load(name: str, *, path: str | os.PathLike | None = None) -> Dataset:
+    """Load a dataset by name as a :class:`Dataset` (tables in ``.train`` / ``.test``, graphs in ``.graph``).
 
     File datasets are looked up in ``path`` (a folder, or the file itself), then the folder named by the
     ``DPSYNTH_DATA`` environment variable, then ``~/.cache/dpsynth``; the file must have the registry's name
@@ -127,18 +167,21 @@ def load(name: str, *, path: str | os.PathLike | None = None) -> Any:
         with resources.as_file(_bundled("adult.data.gz")) as train_path, resources.as_file(
             _bundled("adult.test.gz")
         ) as test_path:
-            return _read_adult(train_path, skip_first=False), _read_adult(test_path, skip_first=True)
-    if info.source == "scikit-learn":
-        from sklearn.datasets import load_wine
-
-        return load_wine(as_frame=True).frame
-    if info.source.split(":")[0] in ("scikit-learn", "statsmodels", "vega"):
-        return _as_read_from_csv(_load_packaged(info))
+            return Dataset(info, _read_adult(train_path, skip_first=False), _read_adult(test_path, skip_first=True),
+                           schema(name))
     if info.source == "networkx":
         import networkx as nx
 
-        return nx.karate_club_graph()
-    return _load_file(info, path)
+        return Dataset(info, graph=nx.karate_club_graph())
+    if info.source == "scikit-learn":
+        from sklearn.datasets import load_wine
+
+        table = load_wine(as_frame=True).frame
+    elif info.source.split(":")[0] in ("scikit-learn", "statsmodels", "vega"):
+        table = _as_read_from_csv(_load_packaged(info))
+    else:
+        table = _load_file(info, path)
+    return Dataset(info, table, None, schema(name))
 
 
 def _load_packaged(info: DatasetInfo) -> pd.DataFrame:
@@ -212,10 +255,8 @@ def load_table(spec: str, *, as_text: bool = False, sep: str | None = None
     from dpsynth._io import read_table
 
     if spec in REGISTRY:
-        info = REGISTRY[spec]
-        if info.task == "graph":
+        if REGISTRY[spec].task == "graph":
             raise InputError(f"Dataset '{spec}' is a graph, not a table.")
         data = load(spec)
-        train, test = data if isinstance(data, tuple) else (data, None)
-        return train, test, schema(spec), info.target
+        return data.train, data.test, data.schema, data.target
     return read_table(spec, as_text=as_text, sep=sep), None, None, None

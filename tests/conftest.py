@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))  # tests/contract.py is importable as `contract`
+sys.path.insert(0, str(Path(__file__).parent))  # tests/noise_off.py is importable as `noise_off`
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
@@ -15,7 +15,8 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 def adult():
     from dpsynth import datasets
 
-    return datasets.load("adult")
+    data = datasets.load("adult")
+    return data.train, data.test
 
 
 @pytest.fixture(scope="session")

@@ -82,7 +82,7 @@ def test_categories_unseen_in_training_are_sampled_only_from_the_declared_list()
 def test_unseen_categories_at_evaluate_time_count_as_a_mismatch():
     """dpsynth.evaluate's documented rule: a categorical histogram has one bin per category seen in either
     table, so a synthetic category the real data never had is all mismatch (JSD 1), not an error or a drop."""
-    from dpsynth.evaluate import evaluate
+    from dpsynth.evaluation import evaluate
 
     real = pd.DataFrame({"c": ["a", "b"] * 30, "x": np.arange(60) % 7})
     unseen = real.assign(c=["zz"] * 60)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import gzip
 import re
 
+import pandas as pd
 import pytest
 
 from dpsynth import datasets
@@ -19,8 +20,8 @@ def test_adult_official_splits(adult):
 
 def test_registry_knows_the_seed_datasets():
     assert {"adult", "king", "loan", "housing", "cardio", "wine", "karate"} <= set(datasets.REGISTRY)
-    assert datasets.load("wine").shape == (178, 14)
-    assert datasets.load("karate").number_of_nodes() == 34
+    assert datasets.load("wine").train.shape == (178, 14)
+    assert datasets.load("karate").graph.number_of_nodes() == 34
 
 
 # Tiny files in each dataset's real format (header of the shared copy, two rows): the loader's lookup is tested
@@ -53,7 +54,9 @@ def no_data_env(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _check(frame, name):
+def _check(dataset, name):
+    assert isinstance(dataset, datasets.Dataset) and dataset.test is None and dataset.graph is None
+    frame = dataset.train
     _, _, header, rows = TINY[name]
     assert list(frame.columns) == header and len(frame) == len(rows)
     assert frame[datasets.REGISTRY[name].target].tolist() == [r[-1] for r in rows]
@@ -95,8 +98,8 @@ def test_dpsynth_data_naming_another_datasets_file_is_not_read(no_data_env, monk
 
 
 def test_library_datasets_ignore_the_search_path(no_data_env):
-    assert datasets.load("wine", path=no_data_env).shape == (178, 14)
-    assert datasets.load("karate", path=no_data_env).number_of_edges() == 78
+    assert datasets.load("wine", path=no_data_env).train.shape == (178, 14)
+    assert datasets.load("karate", path=no_data_env).graph.number_of_edges() == 78
 
 
 def test_datasets_cli_lists_every_dataset_with_a_dash_for_no_target(capsys):
@@ -115,3 +118,23 @@ def test_datasets_cli_lists_every_dataset_with_a_dash_for_no_target(capsys):
 def test_unknown_dataset():
     with pytest.raises(InputError, match="Unknown dataset 'nope'"):
         datasets.load("nope")
+
+
+def test_every_kind_loads_as_one_dataset_type(no_data_env):
+    """One documented return type: tables in .train/.test, graphs in .graph, the public schema when shipped."""
+    adult = datasets.load("adult")
+    assert isinstance(adult, datasets.Dataset) and adult.target == "income" and adult.task == "classification"
+    assert adult.schema is not None and adult.schema.names == list(adult.train.columns) and adult.graph is None
+    assert adult.split() == (adult.train, adult.test)  # official splits are kept
+    wine = datasets.load("wine")
+    assert wine.test is None and wine.schema is None and wine.target == "target"
+    train, test = wine.split(0.25, seed=3)
+    assert len(train) + len(test) == 178 and len(test) == round(0.25 * 178)
+    pd.testing.assert_frame_equal(wine.split(0.25, seed=3)[1], test)  # the seed fixes the hold-out
+    assert not wine.split(0.25, seed=4)[1].equals(test)
+    karate = datasets.load("karate")
+    assert karate.train is None and karate.graph.number_of_nodes() == 34
+    with pytest.raises(InputError, match="is a graph"):
+        karate.split()
+    with pytest.raises(InputError, match="test_size"):
+        wine.split(1.5)

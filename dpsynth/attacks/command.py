@@ -144,7 +144,7 @@ def run_attack(args) -> int:
 
 def write_risk_report(result, path: str, *, title: str) -> None:
     """The evaluation report's page holding only the risk section (same style, render check and atomic write)."""
-    from dpsynth.evaluate.report import write_report
+    from dpsynth.evaluation.report import write_report
 
     write_report(path, None, extra_sections=[("Privacy risk", result.to_html_section())], title=title)
 

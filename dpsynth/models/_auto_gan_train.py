@@ -9,8 +9,9 @@ Guarantees (each phase; see the model's docstring for the whole):
   interpolate of that row with a generated row); the generated-row term is data-independent given the
   current (DP) weights and goes in unclipped as ``public_loss``. The generator update differentiates the
   critic's score of generated rows only: post-processing.
-- Noise multipliers are calibrated with the ledger (composition with what is already spent), so the
-  composed epsilon after the phase is at most the phase's target; the engine stops before the target.
+- Each phase is a :class:`~dpsynth.models.phase.DPPhase`: its noise multiplier is calibrated with the ledger
+  (composition with what is already spent), so the composed epsilon after the phase is at most the phase's target;
+  the engine stops before the target.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn import functional as F
-from tqdm.auto import tqdm
 
 from dpsynth.models.networks.autoencoder import activate, reconstruction_loss
+from dpsynth.models.phase import DPPhase
 from dpsynth.privacy.per_example import input_gradient
 
 __all__ = ["train_autoencoder", "train_gan"]
@@ -38,53 +39,11 @@ class _AutoEncoder(nn.Module):
         return self.decoder(self.encoder(x))
 
 
-def _calibrate(ledger, target: float, sample_rate: float, steps: int, accountant: str) -> float:
-    """Noise multiplier so that the ledger's composed epsilon after ``steps`` more steps is <= ``target``."""
-    from dpsynth.privacy.calibration import calibrate_noise
-
-    if ledger.non_private:
-        return 0.0
-    # PLD evaluations dominate fit time on small data; a 1% tolerance on sigma costs ~1% of the budget's use
-    # and never overshoots (the returned sigma was evaluated to fit).
-    return float(
-        calibrate_noise(
-            target_epsilon=target, delta=ledger.target_delta, sample_rate=sample_rate, steps=steps, ledger=ledger,
-            accountant=accountant, rtol=0.01,
-        )
-    )
-
-
-def _engine(module, optimizer, *, sigma, clip, q, ledger, phase, steps, generator, n_rows, public_n_rows):
-    # n_rows: rows to draw from (private, never recorded); public_n_rows: the DP row count that sets the
-    # sampling rate, the divisor of the noisy sum and the ledger entry.
-    from dpsynth.privacy.dpsgd import DPSGD, DPSGDConfig
-
-    config = DPSGDConfig(noise_multiplier=sigma, max_grad_norm=clip, sample_rate=q, clipping="per_example")
-    return DPSGD(
-        module, optimizer, config, ledger=ledger, phase=phase, max_steps=steps, generator=generator,
-        n_rows=n_rows, public_n_rows=public_n_rows, non_private=ledger.non_private,
-    )
-
-
-def train_autoencoder(
-    encoder: nn.Module,
-    decoder: nn.Module,
-    x: torch.Tensor,
-    spans: list[tuple[int, int, str]],
-    *,
-    params: dict[str, Any],
-    ledger,
-    n_rows: float,
-    generator: torch.Generator,
-    progress: bool,
-) -> dict[str, Any]:
-    """Phase 1: DP-SGD on the reconstruction loss; returns a summary (noise, rate, steps run)."""
-    steps = int(params["ae_steps"])
-    q = min(1.0, params["ae_batch_size"] / n_rows)
-    spent = ledger.epsilon() if not ledger.non_private else 0.0
-    target = spent + params["ae_budget_share"] * (ledger.target_epsilon - spent)
-    sigma = _calibrate(ledger, target, q, steps, params["calibration_accountant"])
-    if params["encoder"] == "frozen":
+def train_autoencoder(encoder: nn.Module, decoder: nn.Module, x: torch.Tensor, spans: list[tuple[int, int, str]], *,
+                      phase: DPPhase, frozen_encoder: bool, learning_rate: float, generator: torch.Generator,
+                      progress: bool) -> None:
+    """Phase 1: DP-SGD on the reconstruction loss of encoder and decoder together (or the decoder alone)."""
+    if frozen_encoder:
         encoder.requires_grad_(False)
         module: nn.Module = decoder
         with torch.no_grad():
@@ -99,40 +58,18 @@ def train_autoencoder(
         def loss(model_fn, row):
             return reconstruction_loss(model_fn(row), row, spans)
 
-    optimizer = torch.optim.Adam([p for p in module.parameters() if p.requires_grad], lr=params["ae_lr"])
-    engine = _engine(
-        module, optimizer, sigma=sigma, clip=params["ae_max_grad_norm"], q=q, ledger=ledger,
-        phase="autoencoder", steps=steps, generator=generator, n_rows=len(x), public_n_rows=n_rows,
-    )
-    run = 0
-    with tqdm(total=steps, desc="dp-auto-gan autoencoder", disable=not progress, leave=False) as bar:
-        for idx in engine.batches():
-            engine.step(loss, tuple(t[idx] for t in inputs))
-            run += 1
-            bar.update(1)
+    optimizer = torch.optim.Adam([p for p in module.parameters() if p.requires_grad], lr=learning_rate)
+    phase.run(module, optimizer, loss, lambda idx: tuple(t[idx] for t in inputs), n_rows=len(x),
+              generator=generator, progress=progress, label="dp-auto-gan")
     encoder.requires_grad_(False)
     decoder.requires_grad_(False)
-    return {"noise_multiplier": sigma, "sample_rate": q, "steps": run}
 
 
-def train_gan(
-    gen_net: nn.Module,
-    decoder: nn.Module,
-    critic: nn.Module,
-    x: torch.Tensor,
-    spans: list[tuple[int, int, str]],
-    *,
-    params: dict[str, Any],
-    ledger,
-    n_rows: float,
-    generator: torch.Generator,
-    progress: bool,
-) -> dict[str, Any]:
-    """Phase 2: DP-SGD critic, post-processing generator; returns a summary."""
-    steps = int(params["critic_steps"])
-    batch = int(params["gan_batch_size"])
-    q = min(1.0, batch / n_rows)
-    sigma = _calibrate(ledger, ledger.target_epsilon, q, steps, params["calibration_accountant"])
+def train_gan(gen_net: nn.Module, decoder: nn.Module, critic: nn.Module, x: torch.Tensor,
+              spans: list[tuple[int, int, str]], *, phase: DPPhase, params: dict[str, Any],
+              generator: torch.Generator, progress: bool) -> None:
+    """Phase 2: DP-SGD critic (the phase), post-processing generator every ``critic_iters`` critic steps."""
+    batch = phase.plan.batch_size
     kind, gp_weight, tau = params["critic_loss"], float(params["gp_weight"]), float(params["gumbel_tau"])
     noise_dim = int(params["noise_dim"])
     decoder.eval()
@@ -152,38 +89,36 @@ def train_gan(
         penalty = (torch.sqrt((slope**2).sum() + 1e-12) - 1.0) ** 2
         return -model_fn(row) + gp_weight * penalty
 
-    critic_opt = torch.optim.Adam(critic.parameters(), lr=params["critic_lr"], betas=(0.5, 0.9))
-    gen_opt = torch.optim.Adam(gen_net.parameters(), lr=params["generator_lr"], betas=(0.5, 0.9))
-    engine = _engine(
-        critic, critic_opt, sigma=sigma, clip=params["critic_max_grad_norm"], q=q, ledger=ledger,
-        phase="gan", steps=steps, generator=generator, n_rows=len(x), public_n_rows=n_rows,
-    )
-    run, g_steps = 0, 0
-    with tqdm(total=steps, desc="dp-auto-gan GAN", disable=not progress, leave=False) as bar:
-        for idx in engine.batches():
-            gen_net.eval()  # BatchNorm in eval: generated rows do not depend on batch statistics here
-            with torch.no_grad():
-                fake = fake_rows(batch)
-                fake_term = _fake_term(critic, fake, kind)
-                if kind == "wgan-gp":
-                    pair = fake_rows(len(idx))
-                    alpha = torch.rand(len(idx), 1, generator=generator)
-            if kind == "wgan-gp":
-                engine.step(real_term_gp, (x[idx], pair, alpha), public_loss=fake_term)
-            else:
-                engine.step(real_term, (x[idx],), public_loss=fake_term)
-            if kind == "wgan":
-                with torch.no_grad():  # Lipschitz by weight clipping: post-processing of DP weights
-                    for p in critic.parameters():
-                        p.clamp_(-0.05, 0.05)
-            run += 1
-            bar.update(1)
-            if run % int(params["critic_iters"]) == 0:
-                _generator_step(gen_net, critic, fake_rows, gen_opt, batch, kind)
-                g_steps += 1
+    def public_loss():  # generated rows of this step, from the current (DP) weights: no private row
+        gen_net.eval()  # BatchNorm in eval: generated rows do not depend on batch statistics here
+        with torch.no_grad():
+            fake = fake_rows(batch)
+        return _fake_term(critic, fake, kind)
+
+    def make_batch(idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if kind != "wgan-gp":
+            return (x[idx],)
+        with torch.no_grad():
+            pair = fake_rows(len(idx))
+        return x[idx], pair, torch.rand(len(idx), 1, generator=generator)
+
+    critic_opt = torch.optim.Adam(critic.parameters(), lr=params["critic_learning_rate"], betas=(0.5, 0.9))
+    gen_opt = torch.optim.Adam(gen_net.parameters(), lr=params["generator_learning_rate"], betas=(0.5, 0.9))
+    phase.extra["generator_steps"] = 0
+
+    def after_step(step: int) -> None:
+        if kind == "wgan":
+            with torch.no_grad():  # Lipschitz by weight clipping: post-processing of DP weights
+                for p in critic.parameters():
+                    p.clamp_(-0.05, 0.05)
+        if step % int(params["critic_iters"]) == 0:
+            _generator_step(gen_net, critic, fake_rows, gen_opt, batch, kind)
+            phase.extra["generator_steps"] += 1
+
+    phase.run(critic, critic_opt, real_term_gp if kind == "wgan-gp" else real_term, make_batch, n_rows=len(x),
+              generator=generator, progress=progress, label="dp-auto-gan", public_loss=public_loss,
+              after_step=after_step)
     gen_net.eval()
-    return {"noise_multiplier": sigma, "sample_rate": q, "critic_steps": run, "generator_steps": g_steps,
-            }
 
 
 def _fake_term(critic: nn.Module, fake: torch.Tensor, kind: str):

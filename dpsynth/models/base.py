@@ -24,8 +24,8 @@ import json
 import math
 import os
 from abc import ABC, abstractmethod
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,7 +37,8 @@ from dpsynth.data.metadata import DPMetadata
 from dpsynth.data.schema import Schema
 from dpsynth.errors import DPSynthError, InputError, ModelFileError, NotFittedError, SchemaError
 from dpsynth.models._file import FORMAT_VERSION, META_KEY, content_digest, read_model_file
-from dpsynth.privacy.ledger import PrivacyLedger, check_privacy_params, warn_large_delta
+from dpsynth.privacy.budget import PrivacyBudget, as_budget
+from dpsynth.privacy.ledger import PrivacyLedger, warn_large_delta
 
 __all__ = ["Synthesizer", "FORMAT_VERSION", "SAMPLE_CHUNK_ROWS", "check_seed", "read_model_file"]
 
@@ -73,15 +74,39 @@ class Synthesizer(ABC):
         sig = inspect.signature(cls.__init__)
         return [p.name for p in sig.parameters.values() if p.name != "self" and p.kind == p.KEYWORD_ONLY]
 
-    def get_params(self) -> dict[str, Any]:
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The hyper-parameters, by name (scikit-learn's contract, so ``sklearn.base.clone(model)`` works).
+        ``deep`` is accepted for scikit-learn; no dpsynth hyper-parameter is itself an estimator."""
         return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> Synthesizer:
+        """Set hyper-parameters by name and validate them (:meth:`check_params`) before returning ``self``. An
+        unknown name or an invalid value raises :class:`InputError` and leaves the model as it was. Fitted state
+        is kept until the next ``fit``, as in scikit-learn."""
+        names = self._param_names()
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            raise InputError(f"{type(self).__name__} has no hyper-parameter {', '.join(unknown)}. "
+                             f"Valid: {', '.join(names)}.")
+        before = self.get_params()
+        for name, value in params.items():
+            setattr(self, name, tuple(value) if isinstance(before[name], tuple) and isinstance(value, list)
+                    else value)
+        try:
+            self.check_params()
+        except InputError:
+            for name, value in before.items():
+                setattr(self, name, value)
+            raise
+        return self
 
     #: float hyper-parameters for which 0 is meaningful (all others must be > 0)
     zero_allowed: ClassVar[tuple[str, ...]] = ()
 
     def check_params(self) -> None:
         """Type- and range-check every hyper-parameter against its default, before any work (one InputError line
-        naming it): booleans stay booleans, integers are integers >= 1, floats finite numbers > 0 (or >= 0 when
+        naming it): booleans stay booleans, integers are integers >= 1 (``None`` defaults: ``None`` for the automatic
+        choice or an integer >= 1), floats finite numbers > 0 (or >= 0 when
         listed in ``zero_allowed``), text stays text, tuples are tuples of integers >= 1; then the model's own
         ``_check_params`` (choices, relations between parameters), if it has one."""
         defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()
@@ -101,16 +126,20 @@ class Synthesizer(ABC):
     def fit(
         self,
         data: pd.DataFrame,
+        budget: PrivacyBudget | None = None,
         *,
-        epsilon: float,
-        delta: float,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        metadata_share: float | None = None,
         schema: Schema | None = None,
-        metadata_share: float = 0.1,
         seed: int | None = None,
         progress: bool = False,
         dtypes: str = "public",
     ) -> Synthesizer:
-        """Fit on private ``data`` with an (epsilon, delta) budget; see the module docstring.
+        """Fit on private ``data`` within a privacy budget; see the module docstring.
+
+        The budget is a :class:`~dpsynth.privacy.budget.PrivacyBudget` (``fit(df, PrivacyBudget(1.0, 1e-5))``) or
+        its fields as keywords (``fit(df, epsilon=1.0, delta=1e-5, metadata_share=0.1)``), not both.
 
         ``seed`` makes the fit reproducible — and so makes the DP noise predictable to whoever knows it (and the
         code): the guarantee holds only if the seed stays secret. Leave it ``None`` for a release (fresh entropy
@@ -128,14 +157,13 @@ class Synthesizer(ABC):
         if dtypes == "private" and isinstance(data, pd.DataFrame):
             data = as_text(data)  # every cell as text first (a mixed-type object column is then just text)
         check_frame(data)
-        check_privacy_params(epsilon, delta)  # never against len(data): its messages would print the exact n
+        # validated as a whole; never against len(data): its messages would print the exact n
+        budget = as_budget(budget, epsilon=epsilon, delta=delta, metadata_share=metadata_share)
+        epsilon, delta, metadata_share = budget.epsilon, budget.delta, budget.metadata_share
         check_seed(seed)
         self.check_params()  # before the metadata phase: a typo must not cost budget
-        if not self.supports_dp and not math.isinf(float(epsilon)):
+        if not self.supports_dp and not budget.non_private:
             raise InputError(f"Model '{self.name}' is a non-private baseline: use epsilon=inf.")
-        if (isinstance(metadata_share, bool) or not isinstance(metadata_share, (int, float, np.number))
-                or not (0.0 < metadata_share < 1.0)):
-            raise InputError(f"metadata_share must be a number in (0, 1). Found {metadata_share!r}.")
         if dtypes not in DTYPE_MODES:
             raise InputError(f"dtypes must be one of {', '.join(DTYPE_MODES)}. Found {dtypes!r}.")
         if schema is not None and schema.provenance == "inferred" and not math.isinf(float(epsilon)):
@@ -317,7 +345,11 @@ def _check_param(name: str, value: Any, default: Any, *, zero_ok: bool) -> None:
     def bad(rule: str) -> InputError:
         return InputError(f"hyper-parameter {name} must be {rule}. Found {value!r}.")
 
-    if isinstance(default, bool):
+    if default is None:  # an automatic size (a batch size that follows the table): None or an integer >= 1
+        if value is not None and (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))
+                                  or value < 1):
+            raise bad("an integer >= 1, or null for the automatic choice")
+    elif isinstance(default, bool):
         if not isinstance(value, (bool, np.bool_)):
             raise bad("true or false")
     elif isinstance(default, int):

@@ -4,7 +4,7 @@ Algorithm (seed 003 Alg. 2-5, with the privacy fixes of DESIGN.md §1):
 
 1. **Autoencoder phase** (``phase="autoencoder"``): encoder and decoder are trained *together* with DP-SGD
    (per-example clipping of the joint gradient, Gaussian noise on all of it, Poisson sampling at
-   ``q = ae_batch_size / n``), on a per-span reconstruction loss (cross-entropy for categories, squared
+   ``q = autoencoder_batch_size / n_dp``), on a per-span reconstruction loss (cross-entropy for categories, squared
    error for scaled numbers). The seed's public code updates the encoder with plain, unclipped, noiseless
    gradients while the decoder is DP; that leaks (the encoder weights are released into the decoder's
    inputs during phase 2 and are a non-DP function of the rows). With ``encoder="frozen"`` the encoder stays
@@ -27,7 +27,7 @@ Privacy guarantees:
   ``"gan"``), composed with the metadata phase by the ledger's PLD/RDP accountant (seed 003 Lemma 4: RDP /
   PLD composition, never adding per-phase epsilons). Noise is calibrated so that the *final* composed
   epsilon is at most the target: the autoencoder against an intermediate target
-  ``spent + ae_budget_share * (target - spent)`` given what the ledger already holds, the GAN phase against
+  ``spent + autoencoder_share * (target - spent)`` given what the ledger already holds, the GAN phase against
   the full target given the autoencoder entries. Training stops before the target would be exceeded.
 - Sampling rates use the DP row count ``metadata_.n_rows``, never ``len(frame)``.
 - Encoding bounds and categories come from the public schema or DP metadata (never min/max of the rows,
@@ -38,9 +38,7 @@ Privacy guarantees:
 
 from __future__ import annotations
 
-import math
 import time
-import warnings
 from typing import Any
 
 import numpy as np
@@ -54,60 +52,72 @@ from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
 from dpsynth.models.marginal_map import CategoryWeights
 from dpsynth.models.networks.autoencoder import Decoder, Encoder
 from dpsynth.models.networks.gan import Critic, LatentGenerator
+from dpsynth.models.phase import DPPhase, budget_summary
 
 __all__ = ["DPAutoGAN"]
 
 _SAMPLE_CHUNK = 131_072
+#: sizing rule of the DP phases (dpsynth.models.phase): batches up to 512 rows; at least 200 autoencoder steps and
+#: 1000 critic steps (a GAN needs many generator updates: one per critic_iters critic steps)
+LARGEST_BATCH = 512
+MIN_STEPS = {"autoencoder": 200, "gan": 1000}
+#: a 1% tolerance on sigma costs ~1% of the budget's use and never overshoots (the sigma returned was evaluated)
+CALIBRATION_RTOL = 0.01
 
 
 @register
 class DPAutoGAN(Synthesizer):
-    """DP-auto-GAN with honest accounting. All arguments are keyword-only hyper-parameters.
+    """DP-auto-GAN with honest accounting. All arguments are keyword-only hyper-parameters, named as in every
+    dpsynth model: ``<phase>_epochs``, ``<phase>_batch_size``, ``<phase>_max_grad_norm``, ``<phase>_share`` for the
+    DP phases ``autoencoder`` and ``gan``.
 
-    Architecture: ``ae_hidden`` / ``latent_dim`` (encoder; the decoder mirrors it), ``noise_dim`` /
-    ``generator_hidden`` (residual generator), ``critic_hidden``. Autoencoder phase: ``ae_steps`` DP-SGD
-    steps of expected size ``ae_batch_size``, Adam(``ae_lr``), clipping norm ``ae_max_grad_norm``, budget
-    share ``ae_budget_share``; ``encoder`` is ``"dp"`` (trained with DP-SGD with the decoder, default) or
-    ``"frozen"`` (random init). GAN phase: ``critic_steps`` DP-SGD critic steps of expected size
-    ``gan_batch_size``, ``critic_iters`` critic steps per generator step, Adam (betas 0.5, 0.9) learning rates
-    ``critic_lr`` / ``generator_lr``, clipping norm ``critic_max_grad_norm``, ``critic_loss`` in
-    ``"wgan-gp"``, ``"wgan"``, ``"bce"`` (``gp_weight`` for the penalty), Gumbel-softmax temperature
-    ``gumbel_tau`` for decoded categories. ``match_marginals`` maps sampled numeric columns, rank-preserving,
-    onto the DP metadata histograms and shifts category logits to the DP category counts (argmax sampling only;
-    :mod:`dpsynth.models.marginal_map`; post-processing, no ledger event). ``numeric`` is the transformer's numeric encoding;
-    ``categorical_sampling`` (``"argmax"`` or ``"sample"``) decodes categories at sampling time.
-    ``calibration_accountant`` (``"pld"`` or the faster, slightly more conservative ``"rdp"``) only chooses how
-    noise multipliers are calibrated; the guarantee is always what the ledger proves.
+    Architecture: ``autoencoder_hidden`` / ``latent_dim`` (encoder; the decoder mirrors it), ``noise_dim`` /
+    ``generator_hidden`` (residual generator), ``critic_hidden``. Autoencoder phase: ``autoencoder_epochs`` passes
+    of DP-SGD with expected batch ``autoencoder_batch_size`` (``None``: the data-following rule of
+    :func:`dpsynth.models.phase.choose_batch_size`, up to 512 rows and at least 200 steps), Adam
+    (``autoencoder_learning_rate``), clipping norm ``autoencoder_max_grad_norm``, budget share
+    ``autoencoder_share``; ``encoder`` is ``"dp"`` (trained with DP-SGD with the decoder, default) or ``"frozen"``
+    (random init). GAN phase: ``gan_epochs`` passes of DP-SGD on the critic with expected batch ``gan_batch_size``
+    (``None``: up to 512 rows and at least 1000 critic steps), ``critic_iters`` critic steps per generator step, Adam
+    (betas 0.5, 0.9) learning rates ``critic_learning_rate`` / ``generator_learning_rate``, clipping norm
+    ``gan_max_grad_norm``, ``critic_loss`` in ``"wgan-gp"``, ``"wgan"``, ``"bce"`` (``gp_weight`` for the
+    penalty), Gumbel-softmax temperature ``gumbel_tau`` for decoded categories. ``match_marginals`` maps sampled
+    numeric columns, rank-preserving, onto the DP metadata histograms and shifts category logits to the DP category
+    counts (argmax sampling only; :mod:`dpsynth.models.marginal_map`; post-processing, no ledger event).
+    ``numeric`` is the transformer's numeric encoding; ``categorical_sampling`` (``"argmax"`` or ``"sample"``)
+    decodes categories at sampling time. ``calibration_accountant`` (``"pld"`` or the faster, slightly more
+    conservative ``"rdp"``) only chooses how noise multipliers are calibrated; the guarantee is always what the
+    ledger proves. On Adult (32,561 rows) the defaults give 1,018 autoencoder and 1,527 critic steps of 512 rows.
     """
 
     name = "dp-auto-gan"
     phases = ("metadata", "autoencoder", "gan")
     zero_allowed = ("gp_weight",)  # 0 is meaningful (see check_params)
-    fast_params = {"ae_steps": 30, "ae_batch_size": 32, "critic_steps": 30, "gan_batch_size": 32, "critic_iters": 3,
-                   "ae_hidden": (32,), "latent_dim": 8, "noise_dim": 16, "generator_hidden": (16,),
-                   "critic_hidden": (32,), "calibration_accountant": "rdp"}
+    fast_params = {"autoencoder_epochs": 1.0, "autoencoder_batch_size": 32, "gan_epochs": 1.0, "gan_batch_size": 32,
+                   "critic_iters": 3, "autoencoder_hidden": (32,), "latent_dim": 8, "noise_dim": 16,
+                   "generator_hidden": (16,), "critic_hidden": (32,), "calibration_accountant": "rdp"}
 
     def __init__(
         self,
         *,
         numeric: str = "minmax",
         latent_dim: int = 16,
-        ae_hidden: tuple[int, ...] = (64,),
+        autoencoder_hidden: tuple[int, ...] = (64,),
         noise_dim: int = 64,
         generator_hidden: tuple[int, ...] = (64, 64),
         critic_hidden: tuple[int, ...] = (70, 35),
         encoder: str = "dp",
-        ae_steps: int = 1000,
-        ae_batch_size: int = 512,
-        ae_lr: float = 0.005,
-        ae_max_grad_norm: float = 1.0,
-        ae_budget_share: float = 0.5,
-        critic_steps: int = 1500,
-        gan_batch_size: int = 512,
+        autoencoder_epochs: float = 16.0,
+        autoencoder_batch_size: int | None = None,
+        autoencoder_learning_rate: float = 0.005,
+        autoencoder_max_grad_norm: float = 1.0,
+        autoencoder_share: float = 0.5,
+        gan_epochs: float = 24.0,
+        gan_batch_size: int | None = None,
         critic_iters: int = 5,
-        critic_lr: float = 0.002,
-        generator_lr: float = 0.002,
-        critic_max_grad_norm: float = 1.0,
+        critic_learning_rate: float = 0.002,
+        generator_learning_rate: float = 0.002,
+        gan_max_grad_norm: float = 1.0,
         critic_loss: str = "bce",
         gp_weight: float = 10.0,
         gumbel_tau: float = 0.2,
@@ -117,22 +127,22 @@ class DPAutoGAN(Synthesizer):
     ):
         self.numeric = numeric
         self.latent_dim = latent_dim
-        self.ae_hidden = tuple(ae_hidden) if isinstance(ae_hidden, (list, tuple)) else ae_hidden  # checked in check_params
+        self.autoencoder_hidden = _as_tuple(autoencoder_hidden)  # checked in check_params
         self.noise_dim = noise_dim
-        self.generator_hidden = tuple(generator_hidden) if isinstance(generator_hidden, (list, tuple)) else generator_hidden  # checked in check_params
-        self.critic_hidden = tuple(critic_hidden) if isinstance(critic_hidden, (list, tuple)) else critic_hidden  # checked in check_params
+        self.generator_hidden = _as_tuple(generator_hidden)
+        self.critic_hidden = _as_tuple(critic_hidden)
         self.encoder = encoder
-        self.ae_steps = ae_steps
-        self.ae_batch_size = ae_batch_size
-        self.ae_lr = ae_lr
-        self.ae_max_grad_norm = ae_max_grad_norm
-        self.ae_budget_share = ae_budget_share
-        self.critic_steps = critic_steps
+        self.autoencoder_epochs = autoencoder_epochs
+        self.autoencoder_batch_size = autoencoder_batch_size
+        self.autoencoder_learning_rate = autoencoder_learning_rate
+        self.autoencoder_max_grad_norm = autoencoder_max_grad_norm
+        self.autoencoder_share = autoencoder_share
+        self.gan_epochs = gan_epochs
         self.gan_batch_size = gan_batch_size
         self.critic_iters = critic_iters
-        self.critic_lr = critic_lr
-        self.generator_lr = generator_lr
-        self.critic_max_grad_norm = critic_max_grad_norm
+        self.critic_learning_rate = critic_learning_rate
+        self.generator_learning_rate = generator_learning_rate
+        self.gan_max_grad_norm = gan_max_grad_norm
         self.critic_loss = critic_loss
         self.gp_weight = gp_weight
         self.gumbel_tau = gumbel_tau
@@ -150,22 +160,13 @@ class DPAutoGAN(Synthesizer):
             raise InputError(f"categorical_sampling must be 'argmax' or 'sample'. Found {self.categorical_sampling!r}.")
         if self.calibration_accountant not in ("pld", "rdp"):
             raise InputError(f"calibration_accountant must be 'pld' or 'rdp'. Found {self.calibration_accountant!r}.")
-        if not 0.0 < self.ae_budget_share < 1.0:
-            raise InputError(f"ae_budget_share must be in (0, 1). Found {self.ae_budget_share}.")
-        for name in ("latent_dim", "noise_dim", "ae_steps", "ae_batch_size", "critic_steps", "gan_batch_size",
-                     "critic_iters"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise InputError(f"{name} must be a positive integer. Found {value!r}.")
-        for name in ("ae_lr", "critic_lr", "generator_lr", "ae_max_grad_norm", "critic_max_grad_norm", "gumbel_tau"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise InputError(f"{name} must be a positive number. Found {value!r}.")
+        if not 0.0 < self.autoencoder_share < 1.0:
+            raise InputError(f"autoencoder_share must be in (0, 1). Found {self.autoencoder_share}.")
 
     # ------------------------------------------------------------------ networks
     def _build(self, data_dim: int) -> None:
-        self.encoder_net_ = Encoder(data_dim, self.ae_hidden, self.latent_dim)
-        self.decoder_ = Decoder(self.latent_dim, self.ae_hidden, data_dim)
+        self.encoder_net_ = Encoder(data_dim, self.autoencoder_hidden, self.latent_dim)
+        self.decoder_ = Decoder(self.latent_dim, self.autoencoder_hidden, data_dim)
         self.generator_ = LatentGenerator(self.noise_dim, self.generator_hidden, self.latent_dim)
         self.critic_ = Critic(data_dim, self.critic_hidden)
 
@@ -192,36 +193,26 @@ class DPAutoGAN(Synthesizer):
         with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
             torch.manual_seed(seed + 1)
             self._build(x.shape[1])
-        n_rows = float(self.metadata_.n_rows)
-        if not ledger.non_private and n_rows < 2 * max(self.ae_batch_size, self.gan_batch_size):
-            # Not an error: the count is a noisy DP output, so the same table would fit on one seed and fail
-            # on another. The sampling rate is capped at 1 (every row in every batch), which the accountant
-            # models exactly; only utility suffers.
-            warnings.warn(
-                f"dp-auto-gan: the DP row count ({n_rows:.0f}) is below twice the batch size "
-                f"({2 * max(self.ae_batch_size, self.gan_batch_size)}); batches are capped at the whole table "
-                "and the model will be of little use. Use more rows, a larger epsilon or smaller batches.",
-                UserWarning, stacklevel=2,
-            )
-        info: dict[str, Any] = {"encoder": self.encoder, "n_rows_dp": n_rows}
+        n_dp = float(self.metadata_.n_rows)
         spent = ledger.epsilon()
-        info["autoencoder"] = train_autoencoder(
-            self.encoder_net_, self.decoder_, x, spans, params=self.get_params(), ledger=ledger,
-            n_rows=n_rows, generator=gen, progress=progress,
-        )
-        after_ae = ledger.epsilon()
-        info["gan"] = train_gan(
-            self.generator_, self.decoder_, self.critic_, x, spans, params=self.get_params(), ledger=ledger,
-            n_rows=n_rows, generator=gen, progress=progress,
-        )
         target = ledger.target_epsilon
-        # the budget split, as planned (targets) and as spent (composed ledger epsilon after each phase)
-        info["budget"] = {k: _num(v) for k, v in {
-            "target_epsilon": target, "metadata_epsilon": spent, "ae_budget_share": self.ae_budget_share,
-            "autoencoder_target": target if ledger.non_private else spent + self.ae_budget_share * (target - spent),
-            "epsilon_after_autoencoder": after_ae, "epsilon_total": ledger.epsilon()}.items()}
-        info["fit_seconds"] = time.perf_counter() - t0
-        self.training_ = info
+        common = {"ledger": ledger, "n_dp": n_dp, "largest_batch": LARGEST_BATCH,
+                  "accountant": self.calibration_accountant, "rtol": CALIBRATION_RTOL}
+        ae_phase = DPPhase("autoencoder", epochs=self.autoencoder_epochs, batch_size=self.autoencoder_batch_size,
+                           min_steps=MIN_STEPS["autoencoder"], max_grad_norm=self.autoencoder_max_grad_norm,
+                           target_epsilon=target if ledger.non_private
+                           else spent + self.autoencoder_share * (target - spent), **common)
+        train_autoencoder(self.encoder_net_, self.decoder_, x, spans, phase=ae_phase,
+                          frozen_encoder=self.encoder == "frozen", learning_rate=self.autoencoder_learning_rate,
+                          generator=gen, progress=progress)
+        gan_phase = DPPhase("gan", epochs=self.gan_epochs, batch_size=self.gan_batch_size,
+                            min_steps=MIN_STEPS["gan"], max_grad_norm=self.gan_max_grad_norm, target_epsilon=target,
+                            **common)
+        train_gan(self.generator_, self.decoder_, self.critic_, x, spans, phase=gan_phase, params=self.get_params(),
+                  generator=gen, progress=progress)
+        self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=[ae_phase, gan_phase],
+                                      shares={"autoencoder": self.autoencoder_share, "gan": 1.0})
+        self.fit_seconds_ = time.perf_counter() - t0  # depends on the exact row count: in memory only, never saved
         self.critic_ = None  # DP too, but not needed for sampling: not kept, not saved
         self.encoder_net_ = None
         self.category_weights_ = None
@@ -269,8 +260,7 @@ class DPAutoGAN(Synthesizer):
         state = {
             "transformer": self.transformer_.to_dict(),
             "data_dim": int(self.decoder_.net[-1].out_features),
-            # wall-clock time depends on the private row count (not DP): kept in memory, never saved
-            "training": {k: v for k, v in self.training_.items() if k != "fit_seconds"},
+            "budget": self.budget_,
             "category_weights": None if self.category_weights_ is None else self.category_weights_.to_dict(),
         }
         return tensors, state
@@ -280,17 +270,18 @@ class DPAutoGAN(Synthesizer):
 
         self.transformer_ = TableTransformer.from_dict(state["transformer"])
         data_dim = int(state["data_dim"])
-        self.decoder_ = Decoder(self.latent_dim, self.ae_hidden, data_dim)
+        self.decoder_ = Decoder(self.latent_dim, self.autoencoder_hidden, data_dim)
         self.generator_ = LatentGenerator(self.noise_dim, self.generator_hidden, self.latent_dim)
         for prefix, module in (("generator.", self.generator_), ("decoder.", self.decoder_)):
             sub = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
             module.load_state_dict(sub, strict=True)
-        self.training_ = state.get("training", {})
+        self.budget_ = state.get("budget") or state.get("training", {})  # "training": files before 0.2
         weights = state.get("category_weights")
         self.category_weights_ = None if weights is None else CategoryWeights.from_dict(weights)
         self.critic_ = None
         self.encoder_net_ = None
 
 
-def _num(x: float) -> float | str:
-    return "inf" if isinstance(x, float) and math.isinf(x) else x
+def _as_tuple(value: Any) -> Any:
+    """Layer sizes as a tuple (a list from JSON or the CLI is accepted); anything else is left for check_params."""
+    return tuple(value) if isinstance(value, (list, tuple)) else value

@@ -40,16 +40,19 @@ import torch
 from dpsynth.data.transformers import TableTransformer
 from dpsynth.errors import InputError
 from dpsynth.models import register
-from dpsynth.models._tldm_train import plan_phase, run_phase
 from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
 from dpsynth.models.marginal_map import CategoryWeights
 from dpsynth.models.networks.diffusion import Denoiser, ddim_sample, noise_schedule
 from dpsynth.models.networks.vae import TabularVAE
+from dpsynth.models.phase import DPPhase, budget_summary
 from dpsynth.privacy.gdp import ledger_gdp_report
 
 __all__ = ["DPTLDM"]
 
 _CHUNK = 65_536
+#: sizing rule of both DP phases (dpsynth.models.phase): batches up to 8192 rows, at least 64 steps per phase
+LARGEST_BATCH = 8192
+MIN_STEPS = 64
 
 
 @register
@@ -61,7 +64,9 @@ class DPTLDM(Synthesizer):
         latent_dim, vae_hidden, vae_layers, beta: VAE size and KL weight.
         denoiser_hidden, denoiser_layers: size of the noise-prediction MLP.
         vae_batch_size, vae_epochs, diffusion_batch_size, diffusion_epochs: expected Poisson batch sizes and
-            epochs of the DP phases (q = B / n_dp, steps = ceil(epochs / q)).
+            epochs of the DP phases (q = B / n_dp, steps = ceil(epochs / q)). A batch size of ``None`` (default)
+            follows the table: the largest batch up to 8192 rows with which the phase still takes at least 64
+            steps (:func:`dpsynth.models.phase.choose_batch_size`; 8192 on Adult, 142 on a 455-row table).
         vae_share: fraction of the budget left after metadata that the VAE phase may bring the ledger to.
         max_grad_norm, clipping: C and the clipping mode (``"per_example"`` or ``"batch"``; see module doc).
         learning_rate: Adam step size of both DP phases (DP-SGD wants a large one: few, very noisy steps).
@@ -93,9 +98,9 @@ class DPTLDM(Synthesizer):
         beta: float = 1.0,
         denoiser_hidden: int = 128,
         denoiser_layers: int = 2,
-        vae_batch_size: int = 8192,
+        vae_batch_size: int | None = None,
         vae_epochs: float = 20.0,
-        diffusion_batch_size: int = 8192,
+        diffusion_batch_size: int | None = None,
         diffusion_epochs: float = 20.0,
         vae_share: float = 0.6,
         max_grad_norm: float = 1.0,
@@ -175,22 +180,25 @@ class DPTLDM(Synthesizer):
         target = ledger.target_epsilon
         diffusion = self.latent_sampler == "diffusion"
         vae_target = target if ledger.non_private or not diffusion else spent + self.vae_share * (target - spent)
-        common = {"n_public": n_dp, "max_grad_norm": self.max_grad_norm, "clipping": self.clipping}
-        np_epochs = self.nonprivate_epochs if ledger.non_private else None
-        lr = self.nonprivate_learning_rate if ledger.non_private else self.learning_rate
-        run = {"ledger": ledger, "n_rows": n_rows, "n_public": n_dp, "lr": lr, "generator": gen,
-               "progress": progress, "nonprivate_batch_size": self.nonprivate_batch_size}
+        private = not ledger.non_private
+        lr = self.learning_rate if private else self.nonprivate_learning_rate
 
-        vae_plan = plan_phase(ledger, phase="vae", batch_size=self.vae_batch_size,
-                              epochs=np_epochs or self.vae_epochs, target_epsilon=vae_target, **common)
+        def phase(name: str, batch_size: int | None, epochs: float, phase_target: float) -> DPPhase:
+            return DPPhase(name, ledger=ledger, n_dp=n_dp, target_epsilon=phase_target,
+                           epochs=epochs if private else self.nonprivate_epochs,
+                           batch_size=batch_size if private else self.nonprivate_batch_size,
+                           largest_batch=LARGEST_BATCH, min_steps=MIN_STEPS, max_grad_norm=self.max_grad_norm,
+                           clipping=self.clipping)
+
         d = self.latent_dim
 
         def vae_batch(idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
             return x[idx], torch.randn((len(idx), d), generator=gen)
 
-        vae_steps = run_phase(self.vae_, vae_plan, _vae_loss, vae_batch, **run)
-        plans: dict[str, Any] = {"vae": {**_jsonable(vae_plan.to_dict()), "steps_taken": vae_steps}}
-        after_vae = ledger.epsilon()
+        vae_phase = phase("vae", self.vae_batch_size, self.vae_epochs, vae_target)
+        phases = [vae_phase]
+        vae_phase.run(self.vae_, torch.optim.Adam(self.vae_.parameters(), lr=lr), _vae_loss, vae_batch,
+                      n_rows=n_rows, generator=gen, progress=progress, label="dp-tldm")
 
         if diffusion:
             with torch.no_grad():
@@ -205,17 +213,14 @@ class DPTLDM(Synthesizer):
                 t = torch.randint(1, steps_t + 1, (m,), generator=gen)
                 return z0, t.float() / steps_t, ab[t], torch.randn((m, d), generator=gen)
 
-            diff_plan = plan_phase(ledger, phase="diffusion", batch_size=self.diffusion_batch_size,
-                                   epochs=np_epochs or self.diffusion_epochs, target_epsilon=target, **common)
-            diff_steps = run_phase(self.denoiser_, diff_plan, _diffusion_loss, diff_batch, **run)
-            plans["diffusion"] = {**_jsonable(diff_plan.to_dict()), "steps_taken": diff_steps}
+            diff_phase = phase("diffusion", self.diffusion_batch_size, self.diffusion_epochs, target)
+            diff_phase.run(self.denoiser_, torch.optim.Adam(self.denoiser_.parameters(), lr=lr), _diffusion_loss,
+                           diff_batch, n_rows=n_rows, generator=gen, progress=progress, label="dp-tldm")
+            phases.append(diff_phase)
             del mu, sd
-        del x
-        self.budget_ = {
-            "target_epsilon": _num(target), "delta": ledger.target_delta, "metadata_epsilon": _num(spent),
-            "vae_share": self.vae_share if diffusion else 1.0, "epsilon_after_vae": _num(after_vae),
-            "epsilon_total": _num(ledger.epsilon()), "n_rows_dp": n_dp, "phases": plans,
-        }
+        x = None  # the encoded private rows are not needed past training (closures above hold the cell)
+        self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=phases,
+                                      shares={"vae": self.vae_share if diffusion else 1.0, "diffusion": 1.0})
         self.gdp_ = _gdp(ledger)
         self.category_weights_ = None
         if self.match_marginals:  # post-processing: decoded rows of the DP model + DP slot counts

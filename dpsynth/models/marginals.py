@@ -23,11 +23,11 @@ from dpsynth.models import register
 from dpsynth.models.base import Synthesizer
 from dpsynth.privacy.mechanisms import calibrate_gaussian_queries
 
-__all__ = ["MarginalsSynthesizer"]
+__all__ = ["Marginals"]
 
 
 @register
-class MarginalsSynthesizer(Synthesizer):
+class Marginals(Synthesizer):
     """Independent DP marginals. No hyper-parameters beyond ``reuse_metadata``."""
 
     name = "marginals"

@@ -41,7 +41,7 @@ from torch.func import grad, vmap
 
 from dpsynth.errors import InputError, PrivacyError
 from dpsynth.privacy.ledger import PrivacyLedger
-from dpsynth.privacy.per_example import _functional_loss, clip_and_sum, clip_factors, clipped_sum, per_example_grads
+from dpsynth.privacy.per_example import clip_and_sum, clip_factors, clipped_sum, functional_loss, per_example_grads
 from dpsynth.privacy.sampling import PoissonSampler
 
 __all__ = ["DPSGDConfig", "DPSGD", "validate_module", "CLIPPING_MODES"]
@@ -250,47 +250,58 @@ class DPSGD:
 
     # ------------------------------------------------------------------ internals
     def _private_sum(self, per_example_loss, batch, idx) -> tuple[dict[str, torch.Tensor], dict]:
-        cfg, b = self.config, len(idx)
-        shapes = {n: p.shape for n, p in self.module.named_parameters() if p.requires_grad}
-        stats = {"batch_size": b, "clipped_fraction": 0.0, "grad_norm": 0.0, "loss": float("nan")}
-        if cfg.clipping == "batch" and not self.non_private:
-            if b:
-                agg, loss = self._batch_mean_grad(per_example_loss, batch)
-            else:
-                agg, loss = {n: torch.zeros(s) for n, s in shapes.items()}, float("nan")
-            norm = _joint_norm(agg)
-            if not bool(torch.isfinite(norm)):  # a non-finite aggregate is replaced by 0 (norm <= C still holds)
-                agg, norm = {n: torch.zeros_like(g) for n, g in agg.items()}, torch.zeros(())
-            factor = float(clip_factors(norm, cfg.max_grad_norm))
-            total = {n: g * factor for n, g in agg.items()}
-            stats.update(clipped_fraction=float(factor < 1.0), grad_norm=float(norm), loss=loss)
-            divisor = 1.0
-        else:
-            if cfg.clipping == "per_example" and not self.non_private and b:
-                total, norms, losses = clipped_sum(
-                    self.module, per_example_loss, batch, cfg.max_grad_norm, block=self.chunk_size
-                )
-                stats.update(loss=float(losses.mean()), grad_norm=float(norms.mean()),
-                             clipped_fraction=float((norms > cfg.max_grad_norm).float().mean()))
-                return self._noised(total, self.expected_batch_size), stats
-            if b:
-                grads, losses = per_example_grads(self.module, per_example_loss, batch)
-                stats["loss"] = float(losses.mean())
-            else:
-                grads = {n: torch.zeros((0, *s)) for n, s in shapes.items()}
-            if self.non_private:
-                total, divisor = {n: g.sum(0) for n, g in grads.items()}, self.expected_batch_size
-            elif cfg.clipping == "per_example":
-                total, norms = clip_and_sum(grads, cfg.max_grad_norm)
-                divisor = self.expected_batch_size
-                if b:
-                    stats.update(clipped_fraction=float((norms > cfg.max_grad_norm).float().mean()),
-                                 grad_norm=float(norms.mean()))
-            else:
-                total, clipped = self._microbatch_sum(grads, idx)
-                divisor = float(self._n_groups)
-                stats["clipped_fraction"] = clipped
+        """Abadi et al. Alg. 1, lines 3-5: aggregate the batch's gradients as the clipping mode says (each
+        aggregation returns the clipped sum and the public divisor), then add the noise and divide."""
+        aggregate = self._plain_sum if self.non_private else {
+            "per_example": self._sum_of_clipped_examples,
+            "batch": self._clipped_batch_mean,
+            "microbatch": self._sum_of_clipped_groups,
+        }[self.config.clipping]
+        stats = {"batch_size": len(idx), "clipped_fraction": 0.0, "grad_norm": 0.0, "loss": float("nan")}
+        total, divisor = aggregate(per_example_loss, batch, idx, stats)
         return self._noised(total, divisor), stats
+
+    def _zeros(self) -> dict[str, torch.Tensor]:
+        return {n: torch.zeros_like(p) for n, p in self.module.named_parameters() if p.requires_grad}
+
+    def _sum_of_clipped_examples(self, per_example_loss, batch, idx, stats) -> tuple[dict[str, torch.Tensor], float]:
+        """Each record's gradient clipped to C, summed (sensitivity C); divided by the expected batch size."""
+        if not len(idx):
+            return self._zeros(), self.expected_batch_size
+        c = self.config.max_grad_norm
+        total, norms, losses = clipped_sum(self.module, per_example_loss, batch, c, block=self.chunk_size)
+        stats.update(loss=float(losses.mean()), grad_norm=float(norms.mean()),
+                     clipped_fraction=float((norms > c).float().mean()))
+        return total, self.expected_batch_size
+
+    def _clipped_batch_mean(self, per_example_loss, batch, idx, stats) -> tuple[dict[str, torch.Tensor], float]:
+        """Seed 004: the realised batch's mean gradient clipped to C as a whole (sensitivity 2C); divisor 1."""
+        if not len(idx):
+            return self._zeros(), 1.0
+        agg, loss = self._batch_mean_grad(per_example_loss, batch)
+        norm = _joint_norm(agg)
+        if not bool(torch.isfinite(norm)):  # a non-finite aggregate is replaced by 0 (norm <= C still holds)
+            agg, norm = {n: torch.zeros_like(g) for n, g in agg.items()}, torch.zeros(())
+        factor = float(clip_factors(norm, self.config.max_grad_norm))
+        stats.update(clipped_fraction=float(factor < 1.0), grad_norm=float(norm), loss=loss)
+        return {n: g * factor for n, g in agg.items()}, 1.0
+
+    def _sum_of_clipped_groups(self, per_example_loss, batch, idx, stats) -> tuple[dict[str, torch.Tensor], float]:
+        """Each fixed random group's mean gradient clipped to C, summed (sensitivity 2C); divided by G."""
+        if not len(idx):
+            return self._zeros(), float(self._n_groups)
+        grads, losses = per_example_grads(self.module, per_example_loss, batch)
+        total, clipped = self._microbatch_sum(grads, idx)
+        stats.update(loss=float(losses.mean()), clipped_fraction=clipped)
+        return total, float(self._n_groups)
+
+    def _plain_sum(self, per_example_loss, batch, idx, stats) -> tuple[dict[str, torch.Tensor], float]:
+        """Non-private mode: the gradient of the summed loss (no clipping; no noise is added after it)."""
+        if not len(idx):
+            return self._zeros(), self.expected_batch_size
+        mean, loss = self._batch_mean_grad(per_example_loss, batch)
+        stats["loss"] = loss
+        return {n: g * len(idx) for n, g in mean.items()}, self.expected_batch_size
 
     def _noised(self, total: dict[str, torch.Tensor], divisor: float) -> dict[str, torch.Tensor]:
         """(sum + N(0, noise_std^2)) / divisor per coordinate; no noise in the explicit non-private mode."""
@@ -302,7 +313,7 @@ class DPSGD:
         return out
 
     def _batch_mean_grad(self, per_example_loss, batch) -> tuple[dict[str, torch.Tensor], float]:
-        loss = _functional_loss(self.module, per_example_loss)
+        loss = functional_loss(self.module, per_example_loss)
         buffers = {n: b.detach() for n, b in self.module.named_buffers()}
         in_dims = (None, None) + (0,) * len(batch)
         batched = vmap(loss, in_dims=in_dims, randomness="different", chunk_size=self.chunk_size)

@@ -43,7 +43,7 @@ def input_gradient(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) 
     return grad(lambda z: fn(z).sum())(x)
 
 
-def _functional_loss(module: nn.Module, per_example_loss: PerExampleLoss):
+def functional_loss(module: nn.Module, per_example_loss: PerExampleLoss):
     def loss(params, buffers, *example):
         def model_fn(*inputs):
             return functional_call(module, (params, buffers), inputs)
@@ -73,7 +73,7 @@ def per_example_grads(
     """
     params = trainable_params(module)
     buffers = {n: b.detach() for n, b in module.named_buffers()}
-    loss = _functional_loss(module, per_example_loss)
+    loss = functional_loss(module, per_example_loss)
     in_dims = (None, None) + (0,) * len(batch)
     fn = vmap(grad(loss, has_aux=True), in_dims=in_dims, randomness="different", chunk_size=chunk_size)
     grads, losses = fn(params, buffers, *batch)

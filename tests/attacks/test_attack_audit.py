@@ -30,9 +30,9 @@ class ForgotTheNoise:
     """A deliberately broken 'epsilon = CLAIM' marginals model: it fits without noise (epsilon = inf)."""
 
     def __call__(self, train: pd.DataFrame, seed: int, n: int | None = None, schema=None) -> pd.DataFrame:
-        from dpsynth.models.marginals import MarginalsSynthesizer
+        from dpsynth.models.marginals import Marginals
 
-        model = MarginalsSynthesizer().fit(train, epsilon=math.inf, delta=0.0, schema=schema, seed=seed)
+        model = Marginals().fit(train, epsilon=math.inf, delta=0.0, schema=schema, seed=seed)
         return model.sample(n or len(train), seed=seed + 1)
 
 

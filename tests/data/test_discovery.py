@@ -121,7 +121,7 @@ def test_discovery_on_real_adult_at_epsilon_one():
     (~2.3% of the rows here) survive, none seen fewer than ~100 times does."""
     from dpsynth import datasets
 
-    train, _ = datasets.load("adult")
+    train = datasets.load("adult").train
     for seed in range(2):
         ledger = _ledger()
         schema, meta = resolve_schema(train, None, ledger=ledger, share=0.1, rng=np.random.default_rng(seed))
@@ -220,10 +220,10 @@ def test_bad_input_under_dp_discovery():
 
 
 def test_delta_larger_than_one_over_n_is_warned(adult_small, adult_schema):
-    from dpsynth.models.marginals import MarginalsSynthesizer
+    from dpsynth.models.marginals import Marginals
 
     with pytest.warns(UserWarning, match="larger than 1/n"):
-        MarginalsSynthesizer().fit(adult_small, epsilon=1.0, delta=1e-3, schema=adult_schema)
+        Marginals().fit(adult_small, epsilon=1.0, delta=1e-3, schema=adult_schema)
 
 
 def test_separate_runs_of_decades_keep_their_mass():

@@ -127,7 +127,7 @@ def _raw_sample():
 
 
 def test_restored_extension_dtypes_pass_the_contract_check():
-    from contract import _check_frame
+    from dpsynth.models.checks import check_sample_frame as _check_frame
 
     out = restore_dtypes(_raw_sample(), _dtype_schema())
     _check_frame(out, _dtype_schema(), 4)
@@ -144,7 +144,7 @@ def test_restored_extension_dtypes_pass_the_contract_check():
     ("k", lambda s: s.astype("float64")),
 ])
 def test_contract_check_catches_a_wrong_dtype(column, wrong):
-    from contract import _check_frame
+    from dpsynth.models.checks import check_sample_frame as _check_frame
 
     out = restore_dtypes(_raw_sample(), _dtype_schema())
     out[column] = wrong(out[column])
@@ -153,7 +153,7 @@ def test_contract_check_catches_a_wrong_dtype(column, wrong):
 
 
 def test_marginals_keep_extension_dtypes_through_the_contract(tmp_path):
-    from contract import check_synthesizer
+    from dpsynth.models.checks import check_synthesizer
 
     from dpsynth.models import get_model_class
 

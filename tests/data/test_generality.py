@@ -15,7 +15,7 @@ import pytest
 from dpsynth._io import read_table
 from dpsynth.data.discovery import plan_discovery, resolve_schema
 from dpsynth.errors import InputError
-from dpsynth.models.marginals import MarginalsSynthesizer
+from dpsynth.models.marginals import Marginals
 from dpsynth.privacy.ledger import PrivacyLedger
 
 
@@ -46,7 +46,7 @@ def test_no_column_aborts_a_dp_fit(dtypes):
     data = _awkward_table(5000)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = MarginalsSynthesizer().fit(data, epsilon=1.0, delta=1e-5, seed=0, dtypes=dtypes)
+        model = Marginals().fit(data, epsilon=1.0, delta=1e-5, seed=0, dtypes=dtypes)
     hard = ("all_missing", "sparse_number", "sparse_text", "id")
     assert set(model.schema_.excluded) == set(hard)
     assert model.schema_.names == ["yes_no", "status", "score", "duration"]
@@ -110,7 +110,7 @@ def test_a_table_too_small_is_refused_after_the_row_count_only(dtypes):
     only event in the ledger) with the plan's numbers in one InputError line."""
     rng = np.random.default_rng(0)
     data = pd.DataFrame({f"c{i}": rng.integers(0, 3, 300) for i in range(30)})
-    model = MarginalsSynthesizer()
+    model = Marginals()
     with pytest.raises(InputError, match=r"too small for DP discovery.*released from about \d+ rows.*about \d+ rows "
                                          r"\(a DP estimate\).*--schema") as err:
         model.fit(data, epsilon=1.0, delta=1e-5, seed=0, dtypes=dtypes)
@@ -158,7 +158,7 @@ def test_packaged_tables_load_as_a_csv_would_read_them(name):
     package = info.source.split(":")[0]
     if package != "scikit-learn":
         pytest.importorskip("vega_datasets" if package == "vega" else package)  # the [bench] extra
-    frame = datasets.load(name)
+    frame = datasets.load(name).train
     rows = int(info.rows.split(" ")[0].replace(",", ""))
     assert len(frame) == rows
     if " x " in info.rows:

@@ -64,7 +64,7 @@ def same_values(a: pd.Series, b: pd.Series) -> bool:
 def adult_dp():
     from dpsynth import datasets
 
-    train, _ = datasets.load("adult")
+    train = datasets.load("adult").train
     schema = datasets.schema("adult")
     meta = noisy_metadata(train, schema, sigma=20.0, rng=np.random.default_rng(0))
     return train, schema, meta
@@ -109,7 +109,7 @@ def test_adult_test_split_round_trip(adult_dp, adult_ms):
     """The official test split, encoded with the transformer fitted on the training split's DP metadata."""
     from dpsynth import datasets
 
-    _, test = datasets.load("adult")
+    test = datasets.load("adult").test
     check_round_trip(test, adult_ms.inverse_transform(adult_ms.transform(test, rng=0)), adult_dp[1])
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contract import check_non_private, check_synthesizer
+from dpsynth.models.checks import check_non_private, check_synthesizer
 from dpsynth.models import available_models, get_model_class
 
 

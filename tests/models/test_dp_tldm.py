@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from _canary import run_audit
-from contract import check_non_private, check_synthesizer
+from dpsynth.models.checks import check_non_private, check_synthesizer
 from dpsynth.errors import InputError
 from dpsynth.models import get_model_class
 from dpsynth.models.base import read_model_file
@@ -64,8 +64,10 @@ def test_ledger_within_target_and_phases_recorded(fitted):
     assert 0 < ledger.epsilon() <= 1.0
     assert list(ledger.phases()) == ["metadata", "vae", "diffusion"]
     budget = model.budget_
-    assert budget["metadata_epsilon"] <= budget["epsilon_after_vae"] <= budget["epsilon_total"] <= 1.0
-    assert budget["epsilon_after_vae"] <= budget["phases"]["vae"]["target_epsilon"] + 1e-9
+    after_vae = budget["phases"]["vae"]["epsilon_after"]
+    assert budget["metadata_epsilon"] <= after_vae <= budget["epsilon_total"] <= 1.0
+    assert after_vae <= budget["phases"]["vae"]["target_epsilon"] + 1e-9
+    assert budget["phases"]["vae"]["share"] == model.vae_share
     for phase in ("vae", "diffusion"):
         plan = budget["phases"][phase]
         assert plan["steps_taken"] == plan["steps"] and plan["noise_multiplier"] > 0

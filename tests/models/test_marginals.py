@@ -12,7 +12,7 @@ from dp_accounting import dp_event
 
 from dpsynth.errors import InputError
 from dpsynth.models import get_model_class, load_model
-from dpsynth.models.marginals import MarginalsSynthesizer
+from dpsynth.models.marginals import Marginals
 from dpsynth.privacy.accounting import epsilon_of
 
 EPS, DELTA = 1.0, 1e-5
@@ -24,7 +24,7 @@ def train(adult):
 
 
 def _fit(train, schema=None, **kw):
-    return MarginalsSynthesizer().fit(train, epsilon=EPS, delta=DELTA, schema=schema, **{"seed": 0, **kw})
+    return Marginals().fit(train, epsilon=EPS, delta=DELTA, schema=schema, **{"seed": 0, **kw})
 
 
 def _phase_epsilon(model, phase: str, delta: float) -> float:
@@ -36,7 +36,7 @@ def _phase_epsilon(model, phase: str, delta: float) -> float:
 def test_ledger_phases_one_marginal_per_column_and_the_whole_budget(train, adult_schema):
     model = _fit(train, adult_schema)
     ledger = model.ledger_
-    assert set(ledger.phases()) == set(MarginalsSynthesizer.phases) == {"metadata", "marginals"}
+    assert set(ledger.phases()) == set(Marginals.phases) == {"metadata", "marginals"}
     marginals = [e for e in ledger.entries if e.phase == "marginals"]
     assert sorted(e.mechanism for e in marginals) == sorted(f"histogram {c}" for c in model.schema_.names)
     assert all(e.count == 1 and e.params["sensitivity"] == 1.0 for e in marginals)

@@ -51,10 +51,10 @@ def _wait_for(condition, timeout: float, what: str) -> None:
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory, adult_small):
-    from dpsynth.models.marginals import MarginalsSynthesizer
+    from dpsynth.models.marginals import Marginals
 
     path = tmp_path_factory.mktemp("kill") / "m.dpsynth"
-    MarginalsSynthesizer().fit(adult_small, epsilon=1.0, delta=1e-5, seed=0).save(path)
+    Marginals().fit(adult_small, epsilon=1.0, delta=1e-5, seed=0).save(path)
     return path
 
 
@@ -104,7 +104,7 @@ WORKERS = textwrap.dedent("""
         from dpsynth.attacks.executor import LocalExecutor
         LocalExecutor(2).map(slow, [1, 2])
     else:
-        from dpsynth.evaluate._parallel import run_tasks
+        from dpsynth.evaluation._parallel import run_tasks
         run_tasks(slow, [(1,), (2,)], 2)
 """)
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from dpsynth.attacks.base import Estimate, Result
 from dpsynth.attacks.risk import RiskResult
 from dpsynth.errors import InputError
-from dpsynth.evaluate.risk_section import load_risk, risk_section
+from dpsynth.evaluation.risk_section import load_risk, risk_section
 
 SCRIPT = "<script>alert(1)</script>"
 

@@ -27,10 +27,10 @@ def _modules_after(argv: list[str]) -> set[str]:
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory, adult_small):
-    from dpsynth.models.marginals import MarginalsSynthesizer
+    from dpsynth.models.marginals import Marginals
 
     path = tmp_path_factory.mktemp("startup") / "m.dpsynth"
-    MarginalsSynthesizer().fit(adult_small, epsilon=1.0, delta=1e-5, seed=0).save(path)
+    Marginals().fit(adult_small, epsilon=1.0, delta=1e-5, seed=0).save(path)
     return path
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dpsynth.evaluate import Limits, build_report, evaluate, write_report
+from dpsynth.evaluation import Limits, build_report, evaluate, write_report
 
 CHROMIUM = Path("/usr/bin/chromium")
 needs_chromium = pytest.mark.skipif(
@@ -30,7 +30,7 @@ def report_path(result, tmp_path_factory) -> Path:
     """The report with a ledger and the risk section rebuilt from a risk JSON (``--risk``)."""
     from dpsynth.attacks.base import Estimate, Result
     from dpsynth.attacks.risk import RiskResult
-    from dpsynth.evaluate.risk_section import risk_section
+    from dpsynth.evaluation.risk_section import risk_section
 
     folder = tmp_path_factory.mktemp("report")
     risk = RiskResult([Result(attack="density", kind="membership", value=0.3, ci=(0.1, 0.5), baseline=0.5,

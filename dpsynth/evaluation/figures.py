@@ -1,4 +1,4 @@
-"""Render the plot data of an :class:`~dpsynth.evaluate.result.EvaluationResult` as embedded PNG images.
+"""Render the plot data of an :class:`~dpsynth.evaluation.result.EvaluationResult` as embedded PNG images.
 
 Every function returns a ``data:image/png;base64,...`` URI (matplotlib, Agg backend, no display needed), so the
 HTML report is one self-contained file. Figures are drawn only from ``result.figures`` (plain numbers).

@@ -78,7 +78,7 @@ def load_test(spec: str) -> pd.DataFrame:
 def _risk_sections(risk_path: str | None) -> list[tuple[str, str]]:
     if not risk_path:
         return []
-    from dpsynth.evaluate.risk_section import risk_section
+    from dpsynth.evaluation.risk_section import risk_section
 
     return [risk_section(risk_path)]
 
@@ -128,8 +128,8 @@ def _int_list(text: str, what: str) -> list[int]:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from dpsynth._io import atomic_write_text, read_table
-    from dpsynth.evaluate.core import evaluate
-    from dpsynth.evaluate.report import write_report
+    from dpsynth.evaluation.core import evaluate
+    from dpsynth.evaluation.report import write_report
 
     if args.risk and not args.report:
         raise InputError("--risk puts the risk results in the HTML report: give --report OUT_HTML too.")
@@ -158,7 +158,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from dpsynth.evaluate.report import write_report
+    from dpsynth.evaluation.report import write_report
 
     if not (args.json or args.risk or args.model):
         raise InputError("dpsynth report needs something to show: --json EVAL_JSON, --risk RISK_JSON or --model FILE.")
@@ -170,7 +170,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def _load_evaluation(json_path: str):
-    from dpsynth.evaluate.result import EvaluationResult
+    from dpsynth.evaluation.result import EvaluationResult
 
     path = Path(json_path)
     if not path.is_file():
@@ -192,8 +192,8 @@ def demo_report(train: pd.DataFrame, synthetic: pd.DataFrame, *, test: pd.DataFr
     their section into the report, so one page says what was spent, what utility and what risk resulted.
     """
     from dpsynth._io import atomic_write_text
-    from dpsynth.evaluate.core import evaluate
-    from dpsynth.evaluate.report import write_report
+    from dpsynth.evaluation.core import evaluate
+    from dpsynth.evaluation.report import write_report
 
     out = Path(out)
     ledger = load_ledger(str(model_path)) if model_path else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpsynth.errors import InputError
-from dpsynth.evaluate.result import EvaluationResult, row, undefined
+from dpsynth.evaluation.result import EvaluationResult, row, undefined
 
 __all__ = ["degree_distribution", "degree_l1_error", "edge_ratio", "evaluate_graph"]
 

@@ -47,13 +47,13 @@ import pandas as pd
 from scipy.stats import ks_2samp, spearmanr
 from sklearn import metrics as skm
 
-from dpsynth.evaluate._parallel import run_tasks
-from dpsynth.evaluate._prep import _labels_fast, hist_pair, numeric
-from dpsynth.evaluate.discriminability import discriminability
-from dpsynth.evaluate.discriminability import rows as discriminability_rows
-from dpsynth.evaluate.discriminability import score_from_proba as discriminability_score
-from dpsynth.evaluate.result import Row, aggregate, row, undefined
-from dpsynth.evaluate.similarity import js_distance, theils_u
+from dpsynth.evaluation._parallel import run_tasks
+from dpsynth.evaluation._prep import _labels_fast, hist_pair, numeric
+from dpsynth.evaluation.discriminability import discriminability
+from dpsynth.evaluation.discriminability import rows as discriminability_rows
+from dpsynth.evaluation.discriminability import score_from_proba as discriminability_score
+from dpsynth.evaluation.result import Row, aggregate, row, undefined
+from dpsynth.evaluation.similarity import js_distance, theils_u
 
 __all__ = ["column_similarity", "statistical_similarity", "ks_similarity", "correlation_similarity",
            "column_utility", "discriminability", "discriminability_score", "run"]

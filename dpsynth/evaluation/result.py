@@ -1,4 +1,4 @@
-"""The value returned by :func:`dpsynth.evaluate.evaluate`: a tidy table plus plot-ready figure data."""
+"""The value returned by :func:`dpsynth.evaluation.evaluate`: a tidy table plus plot-ready figure data."""
 
 from __future__ import annotations
 

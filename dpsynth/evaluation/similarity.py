@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
-from dpsynth.evaluate._prep import _labels_fast, hist_pair, numeric
-from dpsynth.evaluate.result import Row, aggregate, row, undefined
+from dpsynth.evaluation._prep import _labels_fast, hist_pair, numeric
+from dpsynth.evaluation.result import Row, aggregate, row, undefined
 
 __all__ = ["js_divergence", "js_distance", "theils_u", "correlation_ratio", "association_matrix",
            "scaled_wasserstein", "run"]

@@ -13,10 +13,10 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from dpsynth.errors import InputError
-from dpsynth.evaluate._prep import Encoder, capped_order, check_frames, infer_kinds, row_keys
-from dpsynth.evaluate.result import EvaluationResult, Row
+from dpsynth.evaluation._prep import Encoder, capped_order, check_frames, infer_kinds, row_keys
+from dpsynth.evaluation.result import EvaluationResult, Row
 
-_LOG = logging.getLogger("dpsynth.evaluate")
+_LOG = logging.getLogger("dpsynth.evaluation")
 
 __all__ = ["GROUPS", "Limits", "Context", "evaluate"]
 
@@ -74,7 +74,7 @@ class Context:
     def association(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """Association matrices (real, synthetic) of :func:`.similarity.association_matrix`, computed once."""
         if "association" not in self._cache:
-            from dpsynth.evaluate.similarity import association_matrix
+            from dpsynth.evaluation.similarity import association_matrix
 
             self._cache["association"] = (association_matrix(self.real, self.kinds),
                                           association_matrix(self.synthetic, self.kinds))
@@ -114,7 +114,7 @@ def _groups(metrics: str | Sequence[str]) -> list[str]:
 
 
 def _run_group(name: str, ctx: Context) -> tuple[list[Row], dict]:
-    from dpsynth.evaluate import dimwise, ml_efficacy, quality, similarity, unsupervised
+    from dpsynth.evaluation import dimwise, ml_efficacy, quality, similarity, unsupervised
 
     module = {"similarity": similarity, "unsupervised": unsupervised, "quality": quality,
               "dimwise_prediction": dimwise, "ml_efficacy": ml_efficacy}[name]
@@ -149,10 +149,10 @@ def evaluate(
         limits: row caps for the expensive parts (:class:`Limits`); performance only.
         n_jobs: worker processes for the model fits (each fit is single-threaded); performance only.
         progress: a progress bar over the metric groups (stderr) and one line per group at INFO level
-            (``logging`` logger ``dpsynth.evaluate``).
+            (``logging`` logger ``dpsynth.evaluation``).
 
     Returns:
-        :class:`~dpsynth.evaluate.result.EvaluationResult`: ``.table`` with columns metric, subject, value,
+        :class:`~dpsynth.evaluation.result.EvaluationResult`: ``.table`` with columns metric, subject, value,
         spread, n_seeds, note (an undefined value is NaN with the reason in ``note``), ``.figures`` with plot
         data, ``.info`` with the settings and per-group timings.
     """

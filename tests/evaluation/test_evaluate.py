@@ -11,8 +11,8 @@ import pytest
 
 from dpsynth.data.schema import Column, Schema
 from dpsynth.errors import InputError
-from dpsynth.evaluate import GROUPS, EvaluationResult, Limits, evaluate
-from dpsynth.evaluate.result import COLUMNS, aggregate
+from dpsynth.evaluation import GROUPS, EvaluationResult, Limits, evaluate
+from dpsynth.evaluation.result import COLUMNS, aggregate
 
 FAST = dict(seeds=(0, 1), n_jobs=1, limits=Limits(per_column_rows=300, discriminator_rows=300))
 
@@ -118,7 +118,7 @@ def test_missing_values_and_schema_kinds(real):
 
 
 def test_worse_synthetic_scores_worse(real, real_test):
-    from dpsynth.evaluate import discriminability
+    from dpsynth.evaluation import discriminability
 
     rng = np.random.default_rng(0)
     bad = pd.DataFrame({c: real[c].to_numpy()[rng.permutation(len(real))] for c in real.columns})
@@ -151,8 +151,8 @@ def test_bad_frames_raise_input_error(real):
 
 # ------------------------------------------------------------------ audit of issue 4: regression tests
 def _context(real, synth, test, target, models, seeds=(0,)):
-    from dpsynth.evaluate._prep import infer_kinds
-    from dpsynth.evaluate.core import Context
+    from dpsynth.evaluation._prep import infer_kinds
+    from dpsynth.evaluation.core import Context
 
     return Context(real=real, synthetic=synth, real_test=test, kinds=infer_kinds(real), target=target,
                    seeds=seeds, limits=Limits(), n_jobs=1, models=models)
@@ -160,7 +160,7 @@ def _context(real, synth, test, target, models, seeds=(0,)):
 
 def test_mlp_and_ridge_learn_a_target_of_size_1e6():
     """A raw target ~1e6 left the MLP at R2 -11 trained on real and on synthetic rows alike (diff ~0)."""
-    from dpsynth.evaluate import ml_efficacy
+    from dpsynth.evaluation import ml_efficacy
 
     def houses(n, seed):
         rng = np.random.default_rng(seed)
@@ -204,7 +204,7 @@ def test_one_class_synthetic_target_gives_the_constant_predictors_accuracy(real,
 
 def test_shuffled_capped_copy_with_other_dtypes_is_perfect(real):
     """Any row order, a cap below the table size, and int columns read back as float: still exactly 100."""
-    from dpsynth.evaluate import discriminability
+    from dpsynth.evaluation import discriminability
 
     copy = real.sample(frac=1.0, random_state=11).astype({"age": float, "kids": float})
     ctx = _context(real, copy, None, None, ())
@@ -217,7 +217,7 @@ def test_shuffled_capped_copy_with_other_dtypes_is_perfect(real):
 
 def test_same_population_scores_near_100_and_far_above_a_broken_table(two_samples):
     """Two independent samples of one population: a well calibrated discriminator stays near 100."""
-    from dpsynth.evaluate import discriminability
+    from dpsynth.evaluation import discriminability
 
     a, b = two_samples
     rng = np.random.default_rng(0)
@@ -230,7 +230,7 @@ def test_same_population_scores_near_100_and_far_above_a_broken_table(two_sample
 
 def test_all_missing_synthetic_column_is_never_a_silent_perfect_score(real):
     """An all-missing synthetic column once gave a Wasserstein mean of 0 and a similarity of 100."""
-    from dpsynth.evaluate import quality, similarity
+    from dpsynth.evaluation import quality, similarity
 
     small = real[["age", "hours", "color"]].iloc[:150].assign(double=lambda d: 2.0 * d["hours"])
     ctx = _context(small, small.assign(double=np.nan), None, None, ())
@@ -255,7 +255,7 @@ def test_all_missing_synthetic_column_is_never_a_silent_perfect_score(real):
 
 
 def test_bool_and_01_columns_are_the_same_labels():
-    from dpsynth.evaluate._prep import as_labels
+    from dpsynth.evaluation._prep import as_labels
 
     flags = pd.DataFrame({"flag": [True, False, True, True] * 5, "g": list("ab") * 10})
     ints = flags.astype({"flag": int})

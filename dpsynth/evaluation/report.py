@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from dpsynth._io import atomic_write_text
-from dpsynth.evaluate.figures import render_all
-from dpsynth.evaluate.result import EvaluationResult
+from dpsynth.evaluation.figures import render_all
+from dpsynth.evaluation.result import EvaluationResult
 
 __all__ = ["build_report", "write_report", "ledger_html", "table_html", "ml_table_html"]
 

@@ -11,7 +11,7 @@ import pytest
 import dpsynth
 from dpsynth.cli import main
 from dpsynth.errors import InputError
-from dpsynth.evaluate import command
+from dpsynth.evaluation import command
 
 
 @pytest.fixture()
@@ -24,7 +24,7 @@ def files(tmp_path, real, real_test):
 
 
 def test_package_is_callable_and_exports_evaluate(real):
-    from dpsynth.evaluate import evaluate
+    from dpsynth.evaluation import evaluate
 
     res = dpsynth.evaluate(real, real, metrics=["similarity"])
     assert res.value("similarity.jsd") == pytest.approx(0.0)
@@ -84,7 +84,7 @@ def test_report_ledger_shows_mu_gdp_and_separation(tmp_path, adult_small, adult_
     """The report's ledger (issue 4 item 3): epsilon, delta, mu-GDP / separation, per phase."""
     import math
 
-    from dpsynth.evaluate.report import ledger_html
+    from dpsynth.evaluation.report import ledger_html
     from dpsynth.models import get_model_class
     from dpsynth.privacy.gdp import gdp_epsilon
 
@@ -151,8 +151,8 @@ def test_risk_option_user_errors(files, tmp_path, capsys):
 
 def test_attack_report_is_the_evaluation_page_with_only_the_risk_section(tmp_path):
     from dpsynth.attacks.command import write_risk_report
-    from dpsynth.evaluate import build_report
-    from dpsynth.evaluate.risk_section import load_risk
+    from dpsynth.evaluation import build_report
+    from dpsynth.evaluation.risk_section import load_risk
 
     result = load_risk(_risk_json(tmp_path / "risk.json"))
     path = tmp_path / "attack.html"
@@ -169,7 +169,7 @@ def test_headline_reports_utility_beside_real_and_the_worst_finite_risk():
 
     from dpsynth.attacks.base import Result
     from dpsynth.attacks.risk import RiskResult
-    from dpsynth.evaluate.result import EvaluationResult, Row
+    from dpsynth.evaluation.result import EvaluationResult, Row
 
     rows = [Row("ml_efficacy.auc.synthetic", "xgb", 0.861, 0.0, 3, ""),
             Row("ml_efficacy.auc.real", "xgb", 0.925, 0.0, 3, ""),

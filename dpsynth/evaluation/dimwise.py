@@ -23,9 +23,9 @@ from sklearn import metrics as skm
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import Lasso
 
-from dpsynth.evaluate._parallel import run_tasks
-from dpsynth.evaluate._prep import _labels_fast, numeric
-from dpsynth.evaluate.result import Row, row, undefined
+from dpsynth.evaluation._parallel import run_tasks
+from dpsynth.evaluation._prep import _labels_fast, numeric
+from dpsynth.evaluation.result import Row, row, undefined
 
 __all__ = ["run", "predict_column"]
 

@@ -43,9 +43,9 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
 
-from dpsynth.evaluate._parallel import run_tasks
-from dpsynth.evaluate._prep import row_keys
-from dpsynth.evaluate.result import Row, row, undefined
+from dpsynth.evaluation._parallel import run_tasks
+from dpsynth.evaluation._prep import row_keys
+from dpsynth.evaluation.result import Row, row, undefined
 
 __all__ = ["score_from_proba", "discriminability", "discriminability_many", "rows"]
 

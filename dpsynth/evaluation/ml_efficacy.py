@@ -48,9 +48,9 @@ from sklearn.neural_network import MLPClassifier, MLPRegressor
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from dpsynth.evaluate._parallel import run_tasks
-from dpsynth.evaluate._prep import _labels_fast, numeric
-from dpsynth.evaluate.result import Row, row, undefined
+from dpsynth.evaluation._parallel import run_tasks
+from dpsynth.evaluation._prep import _labels_fast, numeric
+from dpsynth.evaluation.result import Row, row, undefined
 
 __all__ = ["MODELS", "CLASSIFICATION_SCORES", "REGRESSION_SCORES", "make_model", "classification_scores",
            "regression_scores", "run"]

@@ -36,8 +36,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from dpsynth.evaluate._prep import _labels_fast, hist_pair, numeric
-from dpsynth.evaluate.result import Row, aggregate, row, undefined
+from dpsynth.evaluation._prep import _labels_fast, hist_pair, numeric
+from dpsynth.evaluation.result import Row, aggregate, row, undefined
 
 __all__ = ["tvd", "nist_bins", "kway_tvd", "kl_mu", "diversity_jsd", "bhattacharyya", "pca_projection", "run"]
 
@@ -224,7 +224,7 @@ def _correlation(ctx) -> tuple[list[Row], dict]:
     cont = [c for c, k in ctx.kinds.items() if k != "categorical"]
     if len(cont) < 2:
         return [undefined("correlation.pearson_diff", "(all)", "fewer than two continuous columns")], {}
-    from dpsynth.evaluate.similarity import matrix_diff_row
+    from dpsynth.evaluation.similarity import matrix_diff_row
 
     mats = []
     for frame in (ctx.real, ctx.synthetic):

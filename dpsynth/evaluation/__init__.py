@@ -1,8 +1,8 @@
 """Evaluation of synthetic tables: every utility metric of the five seeds in one call, plus an HTML report.
 
-``evaluate(real_train, synthetic, ...)`` returns an :class:`EvaluationResult` (tidy table + plot data);
-``build_report`` / ``write_report`` turn it into one self-contained HTML page; ``evaluate_graph`` scores a
-released graph (seed 001). Definitions, with the seed section each comes from, are in the module docstrings:
+``dpsynth.evaluate(real_train, synthetic, ...)`` (the same function as ``dpsynth.evaluation.evaluate``) returns an
+:class:`EvaluationResult` (tidy table + plot data); ``build_report`` / ``write_report`` turn it into one
+self-contained HTML page; ``evaluate_graph`` scores a released graph (seed 001). Definitions, with the seed section each comes from, are in the module docstrings:
 :mod:`.similarity`, :mod:`.unsupervised`, :mod:`.dimwise`, :mod:`.quality` (with :mod:`.discriminability`),
 :mod:`.ml_efficacy`, :mod:`.graph`. :mod:`.risk_section` renders ``dpsynth attack --json`` results in the report.
 """
@@ -10,11 +10,9 @@ released graph (seed 001). Definitions, with the seed section each comes from, a
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
-# Imported on first use: the CLI imports dpsynth.evaluate.command to register its sub-commands, and ``--help`` or
+# Imported on first use: the CLI imports dpsynth.evaluation.command to register its sub-commands, and ``--help`` or
 # ``info`` must not pay for pandas and scikit-learn.
 _WHERE = {
     "GROUPS": "core", "Limits": "core", "evaluate": "core",
@@ -25,7 +23,7 @@ _WHERE = {
 
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
-        value = getattr(importlib.import_module(f"dpsynth.evaluate.{_WHERE[name]}"), name)
+        value = getattr(importlib.import_module(f"dpsynth.evaluation.{_WHERE[name]}"), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'dpsynth.evaluate' has no attribute {name!r}")
@@ -43,14 +41,3 @@ __all__ = [
     "write_report",
 ]
 
-
-class _CallableModule(types.ModuleType):
-    """Lets ``dpsynth.evaluate(real, synthetic, ...)`` (the issue's spelling) call :func:`evaluate`."""
-
-    def __call__(self, *args, **kwargs):
-        from dpsynth.evaluate.core import evaluate
-
-        return evaluate(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

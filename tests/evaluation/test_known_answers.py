@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpsynth.errors import InputError
-from dpsynth.evaluate import graph, ml_efficacy, quality, similarity, unsupervised
-from dpsynth.evaluate._prep import hist_pair, infer_kinds
+from dpsynth.evaluation import graph, ml_efficacy, quality, similarity, unsupervised
+from dpsynth.evaluation._prep import hist_pair, infer_kinds
 
 probs = st.lists(st.floats(0.0, 1.0), min_size=2, max_size=6).filter(lambda v: sum(v) > 1e-6)
 
@@ -106,7 +106,7 @@ def test_bhattacharyya_hand_computed():
 
 
 def _quick(real, synth, schema=None, metrics=("unsupervised",)):
-    from dpsynth.evaluate import evaluate
+    from dpsynth.evaluation import evaluate
 
     return evaluate(real, synth, schema=schema, metrics=list(metrics), seeds=(0,), n_jobs=1)
 
@@ -342,7 +342,7 @@ def test_graph_metrics():
 
 # ------------------------------------------------------------------ dimension-wise prediction (seed 003)
 def test_dimwise_predict_column_known_answers():
-    from dpsynth.evaluate.dimwise import predict_column
+    from dpsynth.evaluation.dimwise import predict_column
 
     rng = np.random.default_rng(0)
     y = rng.choice(["a", "b"], size=200)

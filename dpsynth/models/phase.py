@@ -1,0 +1,165 @@
+"""One DP training phase, the way every dpsynth model trains a network on private rows.
+
+A model's fit is a sequence of phases (``metadata``, then e.g. ``vae`` and ``diffusion``), all recorded in the one
+ledger. :class:`DPPhase` is a DP-SGD phase: it is *planned* from public facts only — the DP row count, the phase's
+epochs and batch size, the composed epsilon the ledger may reach when the phase ends — and then *run* on a module:
+
+    phase = DPPhase("vae", ledger=ledger, n_dp=metadata.n_rows, epochs=20, batch_size=None,
+                    largest_batch=8192, min_steps=64, target_epsilon=target, max_grad_norm=1.0)
+    steps = phase.run(vae, torch.optim.Adam(vae.parameters(), lr), loss, make_batch, n_rows=len(x), generator=g)
+    model.budget_["phases"]["vae"] = phase.summary()
+
+Plan (data-independent: neither the exact row count nor any row is read):
+- **Batch size**, the documented rule that makes training follow the table (issue 16): an explicit ``batch_size``
+  is used as given; ``None`` picks the largest expected batch ``<= largest_batch`` for which ``epochs`` passes over
+  ``n_dp`` rows still take at least ``min_steps`` steps, and never below ``smallest_batch`` (16)::
+
+      B = clip(floor(n_dp * epochs / min_steps), smallest_batch, largest_batch)
+
+  Large batches are what DP-SGD wants (the noise on the mean gradient is sigma * C / B), but a network needs
+  enough updates to learn: on Adult (32,561 rows) the rule keeps each model's tuned batch, on a 500-row table it
+  shrinks the batch so the phase still takes ``min_steps`` steps instead of a handful of full-batch ones, and on a
+  million rows it keeps the largest batch and more steps. Each model states its ``largest_batch`` and
+  ``min_steps`` per phase.
+- **Sampling**: Poisson with ``q = min(1, B / n_dp)``; ``steps = ceil(epochs / q)``.
+- **Noise**: sigma from :func:`dpsynth.privacy.calibration.calibrate_noise` with the ledger, so that the composed
+  epsilon after the phase is at most ``target_epsilon`` (the one calibration routine; everything the ledger holds
+  is composed exactly as the ledger composes it). In the non-private mode (ledger target inf) sigma is 0 and the
+  phase trains without clipping or noise, its ``NonPrivateDpEvent`` recorded by the engine.
+
+Run: the :class:`~dpsynth.privacy.dpsgd.DPSGD` engine charges each Poisson batch to the ledger before the model
+sees it and stops before the target would be exceeded; ``make_batch(idx)`` is the only place private rows are read.
+``after_step(step)`` lets a model interleave post-processing updates (a generator step from the DP critic).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from dpsynth.errors import InputError
+from dpsynth.privacy.ledger import PrivacyLedger
+
+__all__ = ["DPPhase", "PhasePlan", "budget_summary", "choose_batch_size", "SMALLEST_BATCH"]
+
+#: the smallest expected batch the sizing rule picks (below it per-step noise swamps any gradient)
+SMALLEST_BATCH = 16
+
+
+def choose_batch_size(n_dp: float, *, epochs: float, largest: int, min_steps: int,
+                      smallest: int = SMALLEST_BATCH) -> int:
+    """The sizing rule of the module docstring: ``clip(floor(n_dp * epochs / min_steps), smallest, largest)``."""
+    if not (n_dp > 0 and epochs > 0 and largest >= 1 and min_steps >= 1):
+        raise InputError(f"sizing needs n_dp, epochs, largest and min_steps > 0. Found {n_dp}, {epochs}, {largest}, "
+                         f"{min_steps}.")
+    return int(max(min(smallest, largest), min(largest, math.floor(n_dp * epochs / min_steps))))
+
+
+@dataclass(frozen=True)
+class PhasePlan:
+    """The data-independent settings of one phase (what ``budget_["phases"][name]`` records, with steps taken)."""
+
+    phase: str
+    batch_size: int  # expected (Poisson) batch size
+    sample_rate: float
+    steps: int
+    noise_multiplier: float
+    max_grad_norm: float
+    clipping: str
+    target_epsilon: float  # composed ledger epsilon this phase is calibrated to reach at most
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["target_epsilon"] = _num(self.target_epsilon)
+        return out
+
+
+class DPPhase:
+    """Plan (in the constructor) and run one DP-SGD phase; see the module docstring."""
+
+    def __init__(self, name: str, *, ledger: PrivacyLedger, n_dp: float, epochs: float, batch_size: int | None,
+                 largest_batch: int, min_steps: int, target_epsilon: float, max_grad_norm: float,
+                 clipping: str = "per_example", accountant: str | None = None, rtol: float = 1e-4):
+        from dpsynth.privacy.calibration import calibrate_noise
+
+        self.name, self.ledger, self.n_dp = name, ledger, max(float(n_dp), 1.0)
+        batch = (choose_batch_size(self.n_dp, epochs=epochs, largest=largest_batch, min_steps=min_steps)
+                 if batch_size is None else int(batch_size))
+        q = min(1.0, batch / self.n_dp)
+        steps = max(1, math.ceil(epochs / q))
+        if ledger.non_private:
+            sigma = 0.0
+        else:
+            sigma = calibrate_noise(target_epsilon=target_epsilon, delta=ledger.target_delta, sample_rate=q,
+                                    steps=steps, accountant=accountant or ledger.accountant, ledger=ledger, rtol=rtol)
+        self.plan = PhasePlan(name, batch, q, steps, float(sigma), float(max_grad_norm), clipping,
+                              float(target_epsilon))
+        self.steps_taken = 0
+        self.extra: dict[str, Any] = {}
+
+    def engine(self, module: nn.Module, optimizer: torch.optim.Optimizer, *, n_rows: int,
+               generator: torch.Generator):
+        """The DP-SGD engine of this phase on ``module`` (``n_rows``: rows to draw indices from; private, never
+        recorded — the sampling rate, the divisor of the noisy sum and the ledger entry use ``n_dp``)."""
+        from dpsynth.privacy.dpsgd import DPSGD, DPSGDConfig
+
+        p = self.plan
+        config = DPSGDConfig(noise_multiplier=p.noise_multiplier, max_grad_norm=p.max_grad_norm,
+                             sample_rate=p.sample_rate, clipping=p.clipping)
+        return DPSGD(module, optimizer, config, ledger=self.ledger, phase=self.name, max_steps=p.steps,
+                     generator=generator, n_rows=n_rows, public_n_rows=self.n_dp,
+                     non_private=self.ledger.non_private)
+
+    def run(self, module: nn.Module, optimizer: torch.optim.Optimizer,
+            per_example_loss: Callable[..., torch.Tensor],
+            make_batch: Callable[[torch.Tensor], tuple[torch.Tensor, ...]], *, n_rows: int,
+            generator: torch.Generator, progress: bool = False, label: str = "",
+            public_loss: Callable[[], Callable[[], torch.Tensor] | None] | None = None,
+            after_step: Callable[[int], None] | None = None) -> int:
+        """Train ``module`` for the planned steps (fewer if the ledger says stop); return the steps taken.
+
+        ``make_batch(idx)`` returns the per-row tensors of the charged batch ``idx``; ``public_loss()`` (called once
+        per step) returns the step's data-independent loss term or None; ``after_step(k)`` runs after step k."""
+        from tqdm.auto import tqdm
+
+        module.train()
+        engine = self.engine(module, optimizer, n_rows=n_rows, generator=generator)
+        with tqdm(total=engine.steps_allowed, desc=f"{label or 'dpsynth'} {self.name}", disable=not progress,
+                  leave=False) as bar:
+            for idx in engine.batches():
+                public = None if public_loss is None else public_loss()
+                engine.step(per_example_loss, make_batch(idx), public_loss=public)
+                self.steps_taken += 1
+                bar.update(1)
+                if after_step is not None:
+                    after_step(self.steps_taken)
+        module.eval()
+        self.extra["epsilon_after"] = _num(self.ledger.epsilon())
+        return self.steps_taken
+
+    def summary(self) -> dict[str, Any]:
+        """The phase's entry of ``budget_["phases"]``: the plan, the steps taken and any model-specific counts."""
+        return {**self.plan.to_dict(), "steps_taken": self.steps_taken, **self.extra}
+
+
+def budget_summary(ledger: PrivacyLedger, *, n_dp: float, metadata_epsilon: float, phases: list[DPPhase],
+                   shares: dict[str, float] | None = None) -> dict[str, Any]:
+    """``budget_``, one shape for every model: the targets, the DP row count, the metadata phase's epsilon, the
+    composed total, and per training phase its plan, steps taken, the composed epsilon after it and the budget
+    share it was given (``shares[name]``: the fraction of what was left after the phases before it)."""
+    shares = shares or {}
+    return {
+        "target_epsilon": _num(ledger.target_epsilon), "delta": float(ledger.target_delta), "n_rows_dp": float(n_dp),
+        "metadata_epsilon": _num(metadata_epsilon), "epsilon_total": _num(ledger.epsilon()),
+        "phases": {p.name: {**p.summary(), "share": shares.get(p.name)} for p in phases},
+    }
+
+
+def _num(x: float) -> float | str:
+    """JSON has no infinity: the non-private mode's epsilons are written as "inf"."""
+    return "inf" if math.isinf(x) else float(x)
