@@ -413,7 +413,7 @@ def _cmd_demo(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     adult = datasets.load("adult")
-    train, schema = adult.train, adult.schema
+    train, test, schema = adult.train, adult.test, adult.schema
     eps_text = "inf (non-private)" if math.isinf(args.epsilon) else f"{args.epsilon:g}"
     print(f"dpsynth demo: fitting '{name}' on Adult ({len(train):,} rows) at epsilon={eps_text}, delta={args.delta:g}",
           file=sys.stderr)
