@@ -213,7 +213,10 @@ def test_readme_python_api_names_resolve_from_a_bare_import():
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     block = readme.split("## Python API", 1)[1].split("```python", 1)[1].split("```", 1)[0]
-    names = sorted(set(re.findall(r"\bdpsynth\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)", block)))
+    names = set(re.findall(r"\bdpsynth\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)", block))
+    for imported in re.findall(r"^from dpsynth import (.+)$", block, flags=re.M):
+        names |= {n.strip() for n in imported.split(",")}
+    names = sorted(names)
     assert "evaluation.write_report" in names and "assess_risk" in names and "DPTLDM" in names
     code = "import dpsynth, operator\n" + "".join(
         f"operator.attrgetter({n!r})(dpsynth)\n" for n in names)

@@ -80,7 +80,6 @@ from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHisto
 from dpsynth.data.schema import Column, Schema
 from dpsynth.data.text import DTYPE_MODES, infer_text_dtypes, parse_numbers
 from dpsynth.errors import InputError
-from dpsynth.privacy.accounting import epsilon_of
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.mechanisms import gaussian_counts, gaussian_partition_selection, selection_threshold
 
@@ -107,26 +106,17 @@ def geometric_grid() -> np.ndarray:
 
 
 def calibrate_metadata_sigma(n_queries: int, epsilon: float, delta: float) -> float:
-    """Smallest sigma (to 0.1%) such that ``n_queries`` Gaussian counts compose to (epsilon, delta)-DP.
-
-    k Gaussian mechanisms of sensitivity 1 compose exactly to one of mu = sqrt(k) / sigma (Dong et al. 2022,
-    Cor. 3.3), whose exact (epsilon, delta) curve is known (Balle & Wang 2018): solve it for mu, then raise sigma
-    until the accountant the ledger uses (PLD/RDP, pessimistic upper bounds) confirms the target."""
-    from scipy import optimize
-
-    from dpsynth.privacy.gdp import gdp_delta
+    """Smallest sigma (to 0.1%) such that ``n_queries`` Gaussian counts (sensitivity 1) compose to
+    (epsilon, delta)-DP under the ledger's default accountant; never above the target (dpsynth's one calibration
+    routine, :func:`dpsynth.privacy.calibration.calibrate_noise` at sampling rate 1). k such queries are one
+    Gaussian mechanism of mu = sqrt(k) / sigma (Dong et al. 2022, Cor. 3.3), which the PLD accountant composes
+    exactly."""
+    from dpsynth.privacy.calibration import calibrate_noise
 
     if n_queries < 1:
         raise InputError(f"n_queries must be >= 1. Found {n_queries}.")
-    hi = 1.0
-    while gdp_delta(epsilon, hi) < delta:
-        hi *= 2.0
-    mu = optimize.brentq(lambda m: gdp_delta(epsilon, m) - delta, 1e-9, hi, xtol=1e-12)
-    sigma = math.sqrt(n_queries) / mu
-    while epsilon_of([(dp_event.GaussianDpEvent(sigma), n_queries)], delta) > epsilon:
-        sigma *= 1.001
-    return sigma
-
+    return calibrate_noise(target_epsilon=epsilon, delta=delta, sample_rate=1.0, steps=n_queries, accountant="best",
+                           rtol=1e-3)
 
 def resolve_schema(
     data: pd.DataFrame,

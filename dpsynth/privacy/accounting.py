@@ -29,7 +29,7 @@ import contextlib
 import functools
 import logging
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
 
 import numpy as np
@@ -270,3 +270,21 @@ def fits(
         if accountant == "rdp" or rdp > 2 * PLD_MAX_EPSILON:  # "best" skips PLD where epsilon_of does
             return False
     return epsilon_of(events, delta, extra_delta=extra_delta, accountant="pld") <= target_epsilon
+
+
+def largest_count(fits: Callable[[int], bool], upper: int) -> int:
+    """Largest ``k <= upper`` with ``fits(k)``, for a ``fits`` that holds up to some k* and fails beyond it (a
+    count of steps or queries under a budget); 0 when even one does not fit. The discrete half of dpsynth's one
+    calibration routine (the continuous half is :func:`dpsynth.privacy.calibration.calibrate_noise`)."""
+    if fits(upper):
+        return upper
+    lo, hi = 0, 1  # invariant once bracketed: lo fits (or is 0), hi does not
+    while fits(hi):
+        lo, hi = hi, min(hi * 2, upper)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo if lo == 0 or fits(lo) else 0

@@ -9,21 +9,25 @@ Guarantees (tests in tests/privacy/test_calibration.py):
   was *evaluated* to be <= ``target_epsilon`` by the chosen accountant (a bisection keeps a feasible upper end and
   returns it), so it never overshoots; it is within ``rtol`` of the smallest such sigma.
 - ``calibrate_steps`` returns the largest step count whose evaluated epsilon is <= the target (0 if none).
-We bisect on :func:`dpsynth.privacy.accounting.epsilon_of` rather than dp_accounting.mechanism_calibration so that
-the ledger's other entries and its thresholding delta are composed exactly as the ledger itself will compose them.
+This is dpsynth's one calibration routine: every noise multiplier (DP-SGD phases, the metadata phase's counts, a
+model's own Gaussian histograms) comes from :func:`calibrate_noise`, every step or query count from
+:func:`dpsynth.privacy.accounting.largest_count`. The continuous search is dp-accounting's own
+``mechanism_calibration.calibrate_dp_mechanism`` (Brent's method, with its guarantee that the returned parameter
+meets the target) run on an accountant that composes the ledger's other entries and its thresholding delta exactly
+as the ledger itself will compose them (:class:`LedgerComposition`).
 """
 
 from __future__ import annotations
 
 import math
 
-from dp_accounting import dp_event
+from dp_accounting import dp_event, mechanism_calibration, privacy_accountant
 
 from dpsynth.errors import InputError, PrivacyError
-from dpsynth.privacy.accounting import Accountant, epsilon_of
+from dpsynth.privacy.accounting import Accountant, epsilon_of, largest_count
 from dpsynth.privacy.ledger import PrivacyLedger
 
-__all__ = ["epsilon", "calibrate_noise", "calibrate_steps", "dpsgd_event"]
+__all__ = ["epsilon", "calibrate_noise", "calibrate_steps", "dpsgd_event", "LedgerComposition"]
 
 _MAX_SIGMA = 1e6
 
@@ -67,6 +71,29 @@ def epsilon(
     return epsilon_of([(dpsgd_event(sample_rate, noise_multiplier), steps)], delta, accountant=accountant)
 
 
+class LedgerComposition(privacy_accountant.PrivacyAccountant):
+    """dp-accounting's accountant interface over dpsynth's composition: what ``ledger`` has committed (recorded
+    runs and steps reserved by live allowances; nothing without a ledger) plus the events composed here, evaluated
+    by :func:`~dpsynth.privacy.accounting.epsilon_of` with the ledger's thresholding delta and the chosen accountant
+    (``"pld"``, ``"rdp"`` or ``"best"``). So a calibration answers exactly the question the ledger will ask."""
+
+    def __init__(self, ledger: PrivacyLedger | None, accountant: Accountant):
+        super().__init__(privacy_accountant.NeighboringRelation.ADD_OR_REMOVE_ONE)
+        self._pairs = ledger.committed_pairs() if ledger is not None else []
+        self._extra_delta = sum(e.extra_delta * e.count for e in ledger.entries) if ledger is not None else 0.0
+        self._accountant = accountant
+
+    def _maybe_compose(self, event, count, do_compose):
+        if do_compose:
+            if isinstance(event, dp_event.SelfComposedDpEvent):  # as the ledger stores runs: (step, count)
+                event, count = event.event, event.count * count
+            self._pairs.append((event, count))
+        return None  # epsilon_of handles every event dpsynth records
+
+    def get_epsilon(self, target_delta: float) -> float:
+        return epsilon_of(self._pairs, target_delta, extra_delta=self._extra_delta, accountant=self._accountant)
+
+
 def calibrate_noise(
     *,
     target_epsilon: float,
@@ -77,33 +104,43 @@ def calibrate_noise(
     ledger: PrivacyLedger | None = None,
     rtol: float = 1e-4,
 ) -> float:
-    """Smallest sigma (within ``rtol``) such that the composed epsilon is <= ``target_epsilon``; never above it."""
+    """Smallest sigma (within ``rtol``) such that ``steps`` more Poisson(q)-subsampled Gaussian mechanisms (q = 1:
+    plain Gaussian queries of sensitivity 1), composed with everything in ``ledger``, stay within
+    ``target_epsilon``; the sigma returned was evaluated to meet it (never above the target)."""
     _check(sample_rate, delta, steps, target_epsilon)
+    if steps == 0:
+        return 0.0
+
+    def accountant_now() -> LedgerComposition:
+        return LedgerComposition(ledger, accountant)
+
+    def event(sigma: float) -> dp_event.DpEvent:
+        return dp_event.SelfComposedDpEvent(dpsgd_event(sample_rate, sigma), steps)
 
     def fits(sigma: float) -> bool:
-        return _composed(dpsgd_event(sample_rate, sigma), steps, delta, accountant, ledger) <= target_epsilon
+        return accountant_now().compose(event(sigma)).get_epsilon(delta) <= target_epsilon
 
+    # bracket [lo, hi]: hi meets the target, lo does not (doubling up from 1, or halving down for large targets)
     hi = 1.0
-    while not fits(hi):
-        hi *= 2.0
-        if hi > _MAX_SIGMA:
-            raise PrivacyError(
-                f"no noise multiplier <= {_MAX_SIGMA:g} meets target_epsilon (the ledger may already be spent). "
-                f"Found target_epsilon={target_epsilon}."
-            )
-    lo = hi / 2.0 if hi > 1.0 else 0.0
-    while lo == 0.0 and hi > 1e-3:  # walk down to bracket small sigmas (large epsilon targets)
-        if fits(hi / 2.0):
-            hi /= 2.0
-        else:
-            lo = hi / 2.0
-    while hi - lo > rtol * hi:
-        mid = 0.5 * (lo + hi)
-        if fits(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    if fits(hi):
+        lo = hi / 2.0
+        while fits(lo):
+            if lo < 1e-3:  # an enormous target: any sigma this small meets it
+                return lo
+            hi, lo = lo, lo / 2.0
+    else:
+        while not fits(hi):
+            if hi > _MAX_SIGMA:
+                raise PrivacyError(
+                    f"no noise multiplier <= {_MAX_SIGMA:g} meets target_epsilon (the ledger may already be "
+                    f"spent). Found target_epsilon={target_epsilon}."
+                )
+            hi *= 2.0
+        lo = hi / 2.0
+    sigma = mechanism_calibration.calibrate_dp_mechanism(
+        accountant_now, event, target_epsilon, delta,
+        bracket_interval=mechanism_calibration.ExplicitBracketInterval(lo, hi), tol=rtol * lo)
+    return float(sigma) if fits(sigma) else hi  # dp-accounting guarantees the first; the check costs one call
 
 
 def calibrate_steps(
@@ -125,15 +162,4 @@ def calibrate_steps(
     def fits(t: int) -> bool:
         return _composed(event, t, delta, accountant, ledger) <= target_epsilon
 
-    if fits(max_steps):
-        return max_steps
-    lo, hi = 0, 1  # invariant once bracketed: lo fits (or is 0), hi does not
-    while fits(hi):
-        lo, hi = hi, min(hi * 2, max_steps)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo if lo == 0 or fits(lo) else 0
+    return largest_count(fits, max_steps)

@@ -26,7 +26,15 @@ from typing import Any
 from dp_accounting import dp_event
 
 from dpsynth.errors import BudgetExceededError, InputError
-from dpsynth.privacy.accounting import EPSILON_MAX, PLD_MAX_EPSILON, Accountant, check_accountant, epsilon_of, fits
+from dpsynth.privacy.accounting import (
+    EPSILON_MAX,
+    PLD_MAX_EPSILON,
+    Accountant,
+    check_accountant,
+    epsilon_of,
+    fits,
+    largest_count,
+)
 from dpsynth.privacy.events import describe_event, event_from_dict, event_to_dict
 
 __all__ = ["LedgerEntry", "PrivacyLedger", "StepAllowance", "check_privacy_params", "warn_large_delta"]
@@ -176,16 +184,9 @@ class PrivacyLedger:
 
     def max_count(self, event: dp_event.DpEvent, upper: int) -> int:
         """Largest ``k <= upper`` such that running ``event`` k more times stays within the target."""
-        if self.non_private or not self.would_exceed(event, upper):
+        if self.non_private:
             return upper
-        lo, hi = 0, upper  # invariant: lo fits, hi does not
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self.would_exceed(event, mid):
-                hi = mid
-            else:
-                lo = mid
-        return lo
+        return largest_count(lambda k: not self.would_exceed(event, k), upper)
 
     def phases(self) -> dict[str, float]:
         """Epsilon of each phase on its own, at the target delta (the total is not their sum: see epsilon())."""

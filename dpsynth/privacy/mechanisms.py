@@ -73,36 +73,16 @@ def gaussian_partition_selection(
 
 
 def calibrate_gaussian_queries(ledger, n_queries: int, *, rel_tol: float = 1e-3) -> float:
-    """Smallest sigma such that ``n_queries`` more Gaussian counts (sensitivity 1) keep ``ledger`` within its
-    target (0.0 for a non-private ledger). Bisection on the composed epsilon: never overshoots."""
-    import math
+    """Smallest sigma (to ``rel_tol``) such that ``n_queries`` more Gaussian counts (sensitivity 1) keep ``ledger``
+    within its target (0.0 for a non-private ledger); never overshoots. dpsynth's one calibration routine
+    (:func:`dpsynth.privacy.calibration.calibrate_noise`, at sampling rate 1, composed with the ledger)."""
+    from dpsynth.errors import BudgetExceededError, PrivacyError
+    from dpsynth.privacy.calibration import calibrate_noise
 
     if ledger.non_private:
         return 0.0
-    lo, hi = 1e-3, 1e7
-    if ledger.would_exceed(dp_event.GaussianDpEvent(hi), n_queries):
-        from dpsynth.errors import BudgetExceededError
-
-        raise BudgetExceededError("No budget left for the requested queries.")
-    from dpsynth.privacy.accounting import fits
-
-    def fits_rdp(sigma: float) -> bool:
-        pairs = ledger.committed_pairs() + [(dp_event.GaussianDpEvent(sigma), n_queries)]
-        return fits(pairs, ledger.target_delta, ledger.target_epsilon, extra_delta=ledger._extra_delta(),
-                    accountant="rdp")
-
-    # bracket with the cheap RDP bound (sound, looser), then refine with the exact check
-    while hi / lo > 1 + rel_tol:
-        mid = math.sqrt(lo * hi)
-        if fits_rdp(mid):
-            hi = mid
-        else:
-            lo = mid
-    lo = hi / 2
-    while hi / lo > 1 + rel_tol:
-        mid = math.sqrt(lo * hi)
-        if ledger.would_exceed(dp_event.GaussianDpEvent(mid), n_queries):
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    try:
+        return calibrate_noise(target_epsilon=ledger.target_epsilon, delta=ledger.target_delta, sample_rate=1.0,
+                               steps=n_queries, accountant=ledger.accountant, ledger=ledger, rtol=rel_tol)
+    except PrivacyError as exc:
+        raise BudgetExceededError("No budget left for the requested queries.") from exc

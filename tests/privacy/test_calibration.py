@@ -74,3 +74,31 @@ def test_calibrate_steps_is_the_largest_that_fits(target, q, sigma):
         assert eps(steps) <= target
     if steps < 100000:
         assert eps(steps + 1) > target
+
+
+def test_one_calibration_routine_behind_every_noise_and_count_search():
+    """Gaussian queries of a model, the metadata phase's counts and DP-SGD phases all get their sigma from
+    calibrate_noise (each just meets the target: 0.2% less noise would exceed it), and counts from largest_count."""
+    from dp_accounting import dp_event
+
+    from dpsynth.data.discovery import calibrate_metadata_sigma
+    from dpsynth.privacy.accounting import epsilon_of, largest_count
+    from dpsynth.privacy.mechanisms import calibrate_gaussian_queries
+
+    ledger = PrivacyLedger(target_epsilon=1.0, target_delta=DELTA)
+    ledger.spend(dp_event.GaussianDpEvent(20.0), phase="metadata", mechanism="counts", count=3)
+    sigma = calibrate_gaussian_queries(ledger, 12)
+    assert sigma == pytest.approx(calibrate_noise(target_epsilon=1.0, delta=DELTA, sample_rate=1.0, steps=12,
+                                                  accountant=ledger.accountant, ledger=ledger, rtol=1e-3), rel=1e-9)
+    assert not ledger.would_exceed(dp_event.GaussianDpEvent(sigma), 12)
+    assert ledger.would_exceed(dp_event.GaussianDpEvent(sigma * 0.998), 12)
+
+    meta = calibrate_metadata_sigma(16, 0.1, 5e-6)
+    assert epsilon_of([(dp_event.GaussianDpEvent(meta), 16)], 5e-6) <= 0.1
+    assert epsilon_of([(dp_event.GaussianDpEvent(meta * 0.998), 16)], 5e-6) > 0.1
+
+    assert largest_count(lambda k: k * k <= 50, 1000) == 7
+    assert largest_count(lambda k: k <= 0, 10) == 0 and largest_count(lambda k: True, 10) == 10
+    step = dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.0))
+    k = ledger.max_count(step, 10**6)
+    assert not ledger.would_exceed(step, k) and ledger.would_exceed(step, k + 1)

@@ -27,6 +27,8 @@ def _params(name):
 
 def _is_acceptable(value, default, zero_ok):
     """What check_params lets through: the same type family, in range."""
+    if default is None:  # an automatic size: None or an integer >= 1
+        return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1)
     if isinstance(default, bool):
         return isinstance(value, bool)
     if isinstance(default, int):
