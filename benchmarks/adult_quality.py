@@ -191,7 +191,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rows", type=int, default=0, help="train rows to use (0 = all 32,561)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--progress", action="store_true", help="show training progress bars")
-    ap.add_argument("--param", action="append", default=[], help="hyper-parameter key=value passed to every selected model (repeatable)")
+    ap.add_argument("--param", action="append", default=[],
+                    help="hyper-parameter key=value passed to every selected model (repeatable)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 

@@ -9,8 +9,8 @@ in both libraries; (c) ``wgan-gp``: (b) plus the gradient penalty clipped per ex
 Both libraries do per-example clipping + Gaussian noise + an SGD step on identical models and data. Batches are
 fixed-size (q = 1 over a pool of B rows for dpsynth, a fixed tensor for Opacus) so both process exactly B examples
 per step. Runs of the two libraries are interleaved and the median over repeats is reported, because the machine
-is shared. Peak memory is the peak RSS above the RSS after set-up over 4 steps, in a fresh subprocess per (library, model,
-batch) (Linux: /proc/self/clear_refs resets VmHWM).
+is shared. Peak memory is the peak RSS above the RSS after set-up over 4 steps, in a fresh subprocess per (library,
+model, batch) (Linux: /proc/self/clear_refs resets VmHWM).
 Opacus computes per-sample gradients with layer hooks in one backward pass; a loss that contains an input
 gradient (the WGAN-GP penalty) cannot be clipped per example that way, so Opacus' row for (c) is step (b) — a
 cheaper and weaker step (marked *).
@@ -62,7 +62,10 @@ def mlp() -> nn.Module:
 
 def data(b: int):
     g = torch.Generator().manual_seed(1)
-    return torch.randn(b, D_IN, generator=g), (torch.rand(b, generator=g) < 0.5).float(), torch.randn(b, D_IN, generator=g)
+    x = torch.randn(b, D_IN, generator=g)
+    labels = (torch.rand(b, generator=g) < 0.5).float()
+    noise = torch.randn(b, D_IN, generator=g)
+    return x, labels, noise
 
 
 # ----------------------------------------------------------------------------- dpsynth

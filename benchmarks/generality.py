@@ -250,7 +250,8 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     rows = []
-    header = (f"{'table':<16}{'rows':>7}{'cols':>5} {'model':<12}{'schema':<7}{'kept':>5}{'const':>6}{'fit_s':>8}{'score':>8}"
+    header = (f"{'table':<16}{'rows':>7}{'cols':>5} {'model':<12}{'schema':<7}{'kept':>5}{'const':>6}{'fit_s':>8}"
+              f"{'score':>8}"
               f"{'tvd1':>8}{'tvd2':>8}  note")
     print(header, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -263,7 +264,8 @@ def main() -> None:
                 rows.append(r)
                 if args.out:  # after every run: a crash or a kill loses nothing measured so far
                     pd.DataFrame(rows).to_csv(args.out, index=False)
-                print(f"{r['table']:<16}{r['rows']:>7}{r['cols']:>5} {r['model']:<12}{r['schema']:<7}{r['kept']:>5}{r.get('const', 0):>6}"
+                print(f"{r['table']:<16}{r['rows']:>7}{r['cols']:>5} {r['model']:<12}{r['schema']:<7}{r['kept']:>5}"
+                      f"{r.get('const', 0):>6}"
                       f"{r.get('fit_s', math.nan):>8.1f}{r.get('score', math.nan):>8.3f}{r.get('tvd1', math.nan):>8.3f}"
                       f"{r.get('tvd2', math.nan):>8.3f}  {r.get('note', '')}", flush=True)
 

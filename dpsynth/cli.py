@@ -383,7 +383,8 @@ def _cmd_info(args) -> int:
     print(f"model: {header['model']} (dpsynth {header['dpsynth_version']})")
     print(f"parameters: {json.dumps(header['params'])}")
     schema = header["schema"]
-    print(f"schema ({schema.get('provenance')}): {len(schema.get('columns', []))} columns, target {schema.get('target')}")
+    print(f"schema ({schema.get('provenance')}): {len(schema.get('columns', []))} columns, "
+          f"target {schema.get('target')}")
     fit = header.get("fit") or {}
     if fit:
         seeded = "yes: the noise is reproducible from that seed, keep it secret" if fit.get("seeded") else "no"

@@ -11,6 +11,19 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests/noise_off.py is importab
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``anonymeter`` skip where anonymeter (the [risk] extra) is not installed: CI's second pass runs
+    on the newest numpy, which anonymeter does not support."""
+    import importlib.util
+
+    if importlib.util.find_spec("anonymeter") is not None:
+        return
+    skip = pytest.mark.skip(reason="anonymeter is not installed (pip install 'dpsynth[risk]')")
+    for item in items:
+        if "anonymeter" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def adult():
     from dpsynth import datasets

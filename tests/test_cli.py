@@ -155,6 +155,7 @@ def test_corrupt_model_file(tmp_path, capsys):
     _one_line_error(capsys, main(["info", str(path)]), "not a dpsynth model file")
 
 
+@pytest.mark.anonymeter  # the demo runs the default attacks
 def test_demo_writes_model_csv_ledger_evaluation_risk_and_report(tmp_path):
     """The README's first command, end to end (floor model and fewer sampled rows, to keep it quick)."""
     out = tmp_path / "demo"

@@ -26,7 +26,8 @@ def check_same_columns(reference: pd.DataFrame, *others: pd.DataFrame, names: tu
             label = names[i] if i < len(names) else f"frame {i}"
             missing = sorted(set(map(str, cols)) - set(map(str, df.columns)))
             extra = sorted(set(map(str, df.columns)) - set(map(str, cols)))
-            raise InputError(f"{label} must have the same columns as the synthetic data. Missing {missing}, extra {extra}.")
+            raise InputError(f"{label} must have the same columns as the synthetic data. "
+                             f"Missing {missing}, extra {extra}.")
 
 
 def _is_numeric(s: pd.Series) -> bool:

@@ -93,7 +93,8 @@ def _summary_table(rr: RiskResult) -> str:
         other = "" if abs(r.confidence - level) < 1e-9 else f" <small>{_pct(r.confidence)}</small>"
         rows.append(f"<tr><td>{html.escape(r.attack)}</td><td>{html.escape(str(r.kind))}</td><td>{_fmt(r.value)}</td>"
                     f"<td>[{_fmt(r.ci[0])}, {_fmt(r.ci[1])}]{other}</td>"
-                    f"<td title=\"{html.escape(r.baseline_name)}\">{_fmt(r.baseline)}</td><td>{html.escape(str(r.n_targets))}</td>"
+                    f"<td title=\"{html.escape(r.baseline_name)}\">{_fmt(r.baseline)}</td>"
+                    f"<td>{html.escape(str(r.n_targets))}</td>"
                     f"<td>{html.escape(r.notes)}</td></tr>")
     return f'<table class="dpsynth-risk">{head}{"".join(rows)}</table>'
 
@@ -124,7 +125,8 @@ def _attribute_table(rr: RiskResult) -> str:
     rows = [r for r in rr.results if r.kind == "attribute" and "privacy_gain" in r.metrics]
     if not rows:
         return ""
-    cells = lambda r, m: f"<td>{_fmt(r.metric(m))}{_ci_cell(r.metrics.get(m), 3)}</td>"
+    def cells(r, m):
+        return f"<td>{_fmt(r.metric(m))}{_ci_cell(r.metrics.get(m), 3)}</td>"
     body = "".join(f"<tr><td>{html.escape(r.attack)}</td>{cells(r, 'p_real')}{cells(r, 'p_fake')}"
                    f"{cells(r, 'privacy_gain')}</tr>" for r in rows)
     level = _pct(_confidence(rr))

@@ -34,7 +34,8 @@ def _import():
     try:
         from anonymeter.evaluators import InferenceEvaluator, LinkabilityEvaluator, SinglingOutEvaluator
     except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise InputError("Singling out, linkability and inference need anonymeter: pip install 'dpsynth[risk]'.") from exc
+        raise InputError(
+            "Singling out, linkability and inference need anonymeter: pip install 'dpsynth[risk]'.") from exc
     return SinglingOutEvaluator, LinkabilityEvaluator, InferenceEvaluator
 
 

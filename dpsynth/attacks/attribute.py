@@ -91,7 +91,8 @@ def bootstrap_gain(p_real: np.ndarray, p_fake: np.ndarray, *, confidence: float,
     idx = rng.integers(0, len(p_real), size=(n_boot, len(p_real)))
     real, fake = p_real[idx].mean(axis=1), p_fake[idx].mean(axis=1)
     q = [(1.0 - confidence) / 2.0, (1.0 + confidence) / 2.0]
-    ci = lambda v: (float(np.quantile(v, q[0])), float(np.quantile(v, q[1])))
+    def ci(v):
+        return (float(np.quantile(v, q[0])), float(np.quantile(v, q[1])))
     return {"p_real": ci(real), "p_fake": ci(fake), "privacy_gain": ci((real - fake) / 2.0)}
 
 

@@ -84,7 +84,7 @@ class Result:
             "n_targets": int(self.n_targets),
             "confidence": self.confidence,
             "notes": self.notes,
-            "details": _jsonable(dict(self.details)),
+            "details": jsonable(dict(self.details)),
         }
 
 
@@ -132,7 +132,8 @@ def _cluster_ci(values: np.ndarray, clusters: np.ndarray, confidence: float) -> 
     m = float(values.mean())
     if len(means) < 2:
         return 0.0, 1.0
-    half = float(student_t.ppf(0.5 + confidence / 2.0, len(means) - 1)) * float(means.std(ddof=1)) / math.sqrt(len(means))
+    t_quantile = float(student_t.ppf(0.5 + confidence / 2.0, len(means) - 1))
+    half = t_quantile * float(means.std(ddof=1)) / math.sqrt(len(means))
     return max(0.0, m - half), min(1.0, m + half)
 
 
@@ -213,13 +214,13 @@ def _num(x: Any) -> Any:
     return None if math.isnan(x) else (str(x) if math.isinf(x) else x)
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
     if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
-        return [_jsonable(v) for v in obj.tolist()]
+        return [jsonable(v) for v in obj.tolist()]
     if isinstance(obj, (bool, np.bool_)):
         return bool(obj)
     if isinstance(obj, (int, np.integer)):

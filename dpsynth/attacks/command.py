@@ -41,7 +41,8 @@ def add_parsers(subparsers) -> None:
     p.add_argument("train", help="training data the release came from: CSV/Parquet path or dataset name")
     p.add_argument("synthetic", help="synthetic table (CSV/Parquet)")
     p.add_argument("--control", help="real rows of the same population NOT used for training")
-    p.add_argument("--attacks", default="default", help="'default', 'all' (adds the shadow attack) or names, comma-separated")
+    p.add_argument("--attacks", default="default",
+                   help="'default', 'all' (adds the shadow attack) or names, comma-separated")
     p.add_argument("--sensitive", help="secret column for attribute inference (default: age, else first numeric)")
     p.add_argument("--targets", type=int, default=1000, help="records attacked per attack (default 1000)")
     p.add_argument("--model", help="generator for the shadow attack: MODEL or MODEL:key=value,...")
@@ -49,7 +50,8 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--schema", help="public schema file for the shadow generator")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--fast", dest="shadow", action="store_const", const="fast", help="shadow attack in minutes (default)")
+    size.add_argument("--fast", dest="shadow", action="store_const", const="fast",
+                      help="shadow attack in minutes (default)")
     size.add_argument("--paper", dest="shadow", action="store_const", const="paper", help="seed 002 shadow settings")
     p.set_defaults(shadow="fast")
     p.add_argument("--json", help="write the results as JSON here")

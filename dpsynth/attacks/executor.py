@@ -23,7 +23,8 @@ DEFAULT_WORKERS = 2
 
 @runtime_checkable
 class Executor(Protocol):
-    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "", progress: bool = False) -> list[Any]:
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "",
+            progress: bool = False) -> list[Any]:
         ...
 
 
@@ -36,7 +37,8 @@ def _bar(total: int, desc: str, progress: bool):
 class SequentialExecutor:
     """Run jobs one after the other in this process."""
 
-    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "", progress: bool = False) -> list[Any]:
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "",
+            progress: bool = False) -> list[Any]:
         items = list(items)
         out = []
         with _bar(len(items), desc, progress) as bar:
@@ -86,7 +88,8 @@ class LocalExecutor:
             raise InputError(f"max_workers must be a positive integer. Found {max_workers!r}.")
         self.max_workers = max_workers
 
-    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "", progress: bool = False) -> list[Any]:
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "",
+            progress: bool = False) -> list[Any]:
         items = list(items)
         if self.max_workers == 1 or len(items) <= 1:
             return SequentialExecutor().map(fn, items, desc=desc, progress=progress)
@@ -116,4 +119,5 @@ def get_executor(spec: Any = None) -> Executor:
         return LocalExecutor(spec) if spec > 1 else SequentialExecutor()
     if isinstance(spec, Executor):
         return spec
-    raise InputError(f"executor must be 'local', 'sequential', a worker count or an object with .map(). Found {spec!r}.")
+    raise InputError(
+        f"executor must be 'local', 'sequential', a worker count or an object with .map(). Found {spec!r}.")

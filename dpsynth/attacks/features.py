@@ -70,7 +70,8 @@ def naive_features(df: pd.DataFrame, domain: FeatureDomain) -> np.ndarray:
         if len(present) == 0:
             out += [0.0, -1.0, -1.0]
             continue
-        out += [float(len(present)), float(present[np.argmax(counts[present])]), float(present[np.argmin(counts[present])])]
+        out += [float(len(present)), float(present[np.argmax(counts[present])]),
+                float(present[np.argmin(counts[present])])]
     return np.asarray(out, dtype=float)
 
 

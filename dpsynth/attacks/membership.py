@@ -191,7 +191,8 @@ def log_density_ratio(syn: np.ndarray, targets: np.ndarray, ref: np.ndarray | No
     if keep == 0:
         raise InputError("The synthetic data has no variation: a density attack is not possible.")
     basis = vt[:keep].T
-    project = lambda m: ((m - mean) @ basis).T
+    def project(m):
+        return ((m - mean) @ basis).T
     kde = _kde if select_bandwidth else _scott_kde
     log_p = kde(project(syn)).logpdf(project(targets))
     if ref is not None and len(ref) > keep + 1:

@@ -123,7 +123,8 @@ class RiskResult:
                           metrics={k: est(v) for k, v in d["metrics"].items()}, n_targets=d["n_targets"],
                           confidence=d["confidence"], notes=d["notes"], details=d["details"])
                    for d in data["results"]]
-        return cls(results, dict(data.get("skipped", {})), dict(data.get("settings", {})), dict(data.get("timings", {})))
+        return cls(results, dict(data.get("skipped", {})), dict(data.get("settings", {})),
+                   dict(data.get("timings", {})))
 
     def to_html_section(self) -> str:
         """An HTML fragment (chart + tables + definitions) for the report, next to utility."""
@@ -214,7 +215,8 @@ def assess_risk(
             results.append(r)
             timings[r.attack] = (time.perf_counter() - t0) / len(shadow_res)
     settings = dict(attacks=list(names), n_targets=n_targets, sensitive=sensitive, seed=seed, confidence=confidence,
-                    n_train=len(real_train), n_synthetic=len(synthetic), n_control=0 if control is None else len(control),
+                    n_train=len(real_train), n_synthetic=len(synthetic),
+                    n_control=0 if control is None else len(control),
                     executor=repr(ex), shadow=str(shadow))
     return RiskResult(results, skipped, settings, timings)
 
@@ -291,6 +293,6 @@ def _build(name, train, synthetic, control, mia, sensitive, n_targets, confidenc
 
 
 def _plain(obj: Any) -> Any:
-    from dpsynth.attacks.base import _jsonable
+    from dpsynth.attacks.base import jsonable
 
-    return _jsonable(obj)
+    return jsonable(obj)

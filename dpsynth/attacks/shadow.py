@@ -13,8 +13,8 @@ Seed 002 defaults (``ShadowConfig.paper()``): |R| = 4,000, r = 400, 1,000 traini
 5 targets x 5 repetitions. One deviation, stated: seed 002 draws all sets of a label from one fit; we refit
 every ``sets_per_fit`` sets so the forest learns the target's effect, not one fit's noise. Sets cut from
 one fit share its randomness, so intervals are t-intervals over per-fit means (the fit is the unit), not
-binomial intervals over sets. ``ShadowConfig.fast()`` runs in minutes with cheap generators. Targets default to outliers of R
-(the most vulnerable records, as in Stadler et al.).
+binomial intervals over sets. ``ShadowConfig.fast()`` runs in minutes with cheap generators. Targets default to
+outliers of R (the most vulnerable records, as in Stadler et al.).
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ class ShadowConfig:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"ShadowConfig.{name} must be a positive integer. Found {v!r}.")
         if self.n_train_sets < 4 or self.n_test_sets < 2:
-            raise InputError(f"Need >= 4 training and >= 2 test sets. Found {self.n_train_sets} and {self.n_test_sets}.")
+            raise InputError(
+                f"Need >= 4 training and >= 2 test sets. Found {self.n_train_sets} and {self.n_test_sets}.")
         if self.train_size is not None and not (1 <= self.train_size <= self.reference_size):
             raise InputError(f"train_size must be in [1, reference_size]. Found {self.train_size}.")
 
@@ -194,7 +195,8 @@ class GroundhogAttack(Attack):
             self.pool = self.reference
         if len(self.pool) < self.config.reference_size:
             self.config = replace(self.config, reference_size=len(self.pool),
-                                  train_size=None if self.config.train_size is None else min(self.config.train_size, len(self.pool)))
+                                  train_size=None if self.config.train_size is None
+                                  else min(self.config.train_size, len(self.pool)))
         self.generator, self.features = generator, tuple(features)
         self.executor, self.progress, self.confidence, self.seed = executor, progress, confidence, seed
 
@@ -225,13 +227,15 @@ class GroundhogAttack(Attack):
         base = self.pool.iloc[rng.choice(len(self.pool), size=cfg.reference_size, replace=False)]
         train_jobs, y_train = self._jobs(target, base, rng, domain, cfg.n_train_sets)
         test_jobs, y_test = self._jobs(target, base, rng, domain, cfg.n_test_sets)
-        outs = executor.map(_shadow_job, train_jobs + test_jobs, desc=f"shadow fits t{t} r{rep}", progress=self.progress)
+        outs = executor.map(_shadow_job, train_jobs + test_jobs, desc=f"shadow fits t{t} r{rep}",
+                            progress=self.progress)
         res = {}
         for f in self.features:
             x = np.vstack([o[f] for o in outs])
             x = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
             n_tr = len(y_train)
-            clf = RandomForestClassifier(n_estimators=cfg.n_estimators, n_jobs=1, random_state=int(rng.integers(2**31 - 1)))
+            clf = RandomForestClassifier(n_estimators=cfg.n_estimators, n_jobs=1,
+                                         random_state=int(rng.integers(2**31 - 1)))
             clf.fit(x[:n_tr], y_train)
             proba = clf.predict_proba(x[n_tr:])
             p_in = proba[:, list(clf.classes_).index(1)] if 1 in clf.classes_ else np.zeros(len(y_test))

@@ -112,7 +112,8 @@ def relative_risk_interval(
     value = (k_train / n_train - c_cap) / (1.0 - c_cap)
     lo = (t_lo - min(c_hi, 1.0 - 1e-12)) / (1.0 - min(c_hi, 1.0 - 1e-12))
     hi = (t_hi - c_lo) / (1.0 - c_lo) if c_lo < 1.0 else 1.0
-    clip = lambda v: float(min(1.0, max(-1.0, v)))
+    def clip(v):
+        return float(min(1.0, max(-1.0, v)))
     return clip(value), (clip(lo), clip(hi))
 
 

@@ -53,8 +53,8 @@ count of L2 sensitivity 1 (add/remove one record touches exactly one cell per qu
 a number in one decade; out-of-range numbers have cells of their own). With m queries (1 row count + 1 per column
 + 1 more per numeric column; 2 per column with private dtypes), sigma is calibrated (:func:`plan_discovery`, the
 pre-flight plan the fit prints) so that the metadata phase alone is (share * epsilon, delta / 2)-DP (exactly: m
-Gaussians compose to one Gaussian); partition selection adds delta / 4 in total (split over the columns that need it). The ledger composes the
-phase with training phases (PLD/RDP), so the final epsilon is that of the whole release.
+Gaussians compose to one Gaussian); partition selection adds delta / 4 in total (split over the columns that need
+it). The ledger composes the phase with training phases (PLD/RDP), so the final epsilon is that of the whole release.
 
 What this costs in practice (the bundled Adult train split, 32,561 rows x 15 columns, no schema, epsilon = 1,
 the default 10% share: sigma ~ 150): bounds clip at most 0.04% of any column's rows (hours-per-week: up to 1.4%
@@ -93,7 +93,7 @@ TAIL = 0.005  # quantile level of the DP bounds
 PHASE = "metadata"
 _DECADES = (-3, 10)  # decade grid for DP bounds: +-[1e-3, 1e10]
 _SPURIOUS = 0.01  # chance that pure noise on any of a column's decade bins clears the floor
-_MIXED_ZERO_SHARE = 0.10  # noisy share of exact zeros above which a numeric column is "mixed" with special 0
+MIXED_ZERO_SHARE = 0.10  # noisy share of exact zeros above which a numeric column is "mixed" with special 0
 
 
 def geometric_grid() -> np.ndarray:
@@ -211,14 +211,14 @@ def plan_discovery(data: pd.DataFrame, *, epsilon: float, delta: float, share: f
     return DiscoveryPlan(data.shape[1], n_queries, sigma, threshold, floor)
 
 
-def _plan(data: pd.DataFrame, ledger: PrivacyLedger, share: float, dtypes: str) -> DiscoveryPlan | None:
+def plan_for_ledger(data: pd.DataFrame, ledger: PrivacyLedger, share: float, dtypes: str) -> DiscoveryPlan | None:
     """The plan a DP discovery runs on (None in the non-private mode, which adds no noise)."""
     if ledger.non_private:
         return None
     return plan_discovery(data, epsilon=ledger.target_epsilon, delta=ledger.target_delta, share=share, dtypes=dtypes)
 
 
-def _check_feasible(plan_: DiscoveryPlan | None, n_rows: float) -> None:
+def check_feasible(plan_: DiscoveryPlan | None, n_rows: float) -> None:
     """Refuse, right after the DP row count (the only query spent), a table too small for any column to be
     released: fail early, with the numbers, instead of after the whole metadata budget."""
     if plan_ is not None and not plan_.feasible(n_rows):
@@ -233,18 +233,18 @@ def _sigma(ledger: PrivacyLedger, n_queries: int, share: float) -> float:
     return calibrate_metadata_sigma(n_queries, share * ledger.target_epsilon, ledger.target_delta / 2)
 
 
-def _spend(ledger: PrivacyLedger, sigma: float, mechanism: str, extra_delta: float = 0.0, **params) -> None:
+def spend_metadata(ledger: PrivacyLedger, sigma: float, mechanism: str, extra_delta: float = 0.0, **params) -> None:
     event = dp_event.NonPrivateDpEvent() if sigma == 0 else dp_event.GaussianDpEvent(sigma)
     ledger.spend(event, phase=PHASE, mechanism=mechanism, extra_delta=extra_delta, sensitivity=1.0,
                  sigma=sigma, **params)
 
 
-def _noisy_row_count(data: pd.DataFrame, ledger, sigma, rng) -> float:
-    _spend(ledger, sigma, "row count")
+def noisy_row_count(data: pd.DataFrame, ledger, sigma, rng) -> float:
+    spend_metadata(ledger, sigma, "row count")
     return max(1.0, float(gaussian_counts(np.array([len(data)]), sigma=sigma, rng=rng)[0]))
 
 
-def _public_grid(col: Column) -> np.ndarray:
+def public_grid(col: Column) -> np.ndarray:
     """Bin edges inside public bounds: unit bins for small integer ranges, else 64 equal bins."""
     if col.lower == col.upper:
         return np.array([col.lower, col.upper])
@@ -253,7 +253,7 @@ def _public_grid(col: Column) -> np.ndarray:
     return np.linspace(col.lower, col.upper, 65)
 
 
-def _numeric_counts(values: np.ndarray, edges: np.ndarray, specials: tuple[float, ...]) -> tuple[np.ndarray, list, int]:
+def numeric_counts(values: np.ndarray, edges: np.ndarray, specials: tuple[float, ...]) -> tuple[np.ndarray, list, int]:
     missing = np.isnan(values)
     present = values[~missing]
     special_counts = []
@@ -265,7 +265,7 @@ def _numeric_counts(values: np.ndarray, edges: np.ndarray, specials: tuple[float
     return np.bincount(idx, minlength=len(edges) - 1), special_counts, int(missing.sum())
 
 
-def _histogram_numeric(series: pd.Series, col: Column, edges, ledger, sigma, rng, *, warn: bool = True
+def histogram_numeric(series: pd.Series, col: Column, edges, ledger, sigma, rng, *, warn: bool = True
                        ) -> NumericHistogram:
     """One Gaussian count query over the bins inside ``[lower, upper]``, the special values, the missing cell and
     two cells for the rows below / above the bounds (each row falls in exactly one cell: L2 sensitivity 1). The
@@ -276,9 +276,9 @@ def _histogram_numeric(series: pd.Series, col: Column, edges, ledger, sigma, rng
     with np.errstate(invalid="ignore"):
         below, above = values < col.lower, values > col.upper
     inside = np.where(below | above, np.nan, values)
-    counts, specials, missing = _numeric_counts(inside, edges, col.special_values)
+    counts, specials, missing = numeric_counts(inside, edges, col.special_values)
     missing -= int(below.sum() + above.sum())  # out-of-range rows were set to NaN above; they have cells of their own
-    _spend(ledger, sigma, f"histogram {col.name}", bins=len(counts) + len(specials) + 3)
+    spend_metadata(ledger, sigma, f"histogram {col.name}", bins=len(counts) + len(specials) + 3)
     cells = np.concatenate([counts, specials, [missing, below.sum(), above.sum()]])
     noisy = gaussian_counts(cells, sigma=sigma, rng=rng)
     k = len(counts)
@@ -304,11 +304,11 @@ def _warn_clipped(col: Column, noisy_out: float, sigma: float) -> None:
                       f"the bounds [{col.lower:g}, {col.upper:g}] and are clipped to them.", stacklevel=5)
 
 
-def _histogram_categorical(series: pd.Series, col: Column, ledger, sigma, rng) -> CategoricalHistogram:
+def histogram_categorical(series: pd.Series, col: Column, ledger, sigma, rng) -> CategoricalHistogram:
     codes = categorical_codes(series, col.categories, col.other, unknown_as_missing=col.unknown_as_missing)
     counts = np.bincount(codes[codes >= 0], minlength=len(col.categories))
     missing = int((codes < 0).sum())
-    _spend(ledger, sigma, f"histogram {col.name}", bins=len(counts) + 1)
+    spend_metadata(ledger, sigma, f"histogram {col.name}", bins=len(counts) + 1)
     noisy = np.clip(gaussian_counts(np.append(counts, missing), sigma=sigma, rng=rng), 0, None)
     return CategoricalHistogram(col.categories, noisy[:-1],
                                 _missing_mass(float(noisy[-1]), sigma) if col.nullable else 0.0)
@@ -323,13 +323,13 @@ def _missing_mass(noisy: float, sigma: float) -> float:
 
 def _public_schema_stats(data, schema: Schema, ledger, share, rng) -> DPMetadata:
     sigma = _sigma(ledger, len(schema) + 1, share)
-    n_rows = _noisy_row_count(data, ledger, sigma, rng)
+    n_rows = noisy_row_count(data, ledger, sigma, rng)
     hists = {}
     for col in schema.columns:
         if col.is_discrete:
-            hists[col.name] = _histogram_categorical(data[col.name], col, ledger, sigma, rng)
+            hists[col.name] = histogram_categorical(data[col.name], col, ledger, sigma, rng)
         else:
-            hists[col.name] = _histogram_numeric(data[col.name], col, _public_grid(col), ledger, sigma, rng)
+            hists[col.name] = histogram_numeric(data[col.name], col, public_grid(col), ledger, sigma, rng)
     return DPMetadata(n_rows, hists, non_private=ledger.non_private, sigma=sigma)
 
 
@@ -338,18 +338,18 @@ def _discover(data: pd.DataFrame, ledger: PrivacyLedger, share: float, rng) -> t
     n_text = sum(not _is_numeric_or_bool(data[c]) for c in data.columns)
     selection_delta = ledger.target_delta / 4 / max(n_text, 1)
     # row count, one query per column, one more per number: sigma and threshold are the pre-flight plan's
-    plan = _plan(data, ledger, share, "public")
+    plan = plan_for_ledger(data, ledger, share, "public")
     sigma, threshold = (0.0, selection_threshold(0.0, selection_delta)) if plan is None else \
         (plan.sigma, plan.category_rows)
-    n_rows = _noisy_row_count(data, ledger, sigma, rng)
-    _check_feasible(plan, n_rows)
+    n_rows = noisy_row_count(data, ledger, sigma, rng)
+    check_feasible(plan, n_rows)
     columns, hists, excluded = [], {}, []
     for name in data.columns:
         series = data[name]
         if _is_numeric_or_bool(series) and not pd.api.types.is_bool_dtype(series.dtype):
             col, hist = _discover_numeric(series, ledger, sigma, rng)
         else:
-            col, hist = _discover_categorical(series, n_rows, ledger, sigma, threshold, selection_delta, rng)
+            col, hist = discover_categorical(series, n_rows, ledger, sigma, threshold, selection_delta, rng)
         if col is None:
             excluded.append(name)
             continue
@@ -364,7 +364,7 @@ def _is_numeric_or_bool(series: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype)
 
 
-def _discover_categorical(series, n_rows, ledger, sigma, threshold, selection_delta, rng, *,
+def discover_categorical(series, n_rows, ledger, sigma, threshold, selection_delta, rng, *,
                           nullable: bool | None = None, dtype: str | None = None):
     name = str(series.name)
     is_bool = pd.api.types.is_bool_dtype(series.dtype)
@@ -373,7 +373,7 @@ def _discover_categorical(series, n_rows, ledger, sigma, threshold, selection_de
     if is_bool:
         # numpy bool cannot hold a missing value; pandas' nullable "boolean" can (nullable from the dtype)
         col = Column(name, "binary", nullable=nullable, categories=(False, True), dtype=str(series.dtype))
-        return col, _histogram_categorical(series, col, ledger, sigma, rng)
+        return col, histogram_categorical(series, col, ledger, sigma, rng)
     present = series.dropna()
     key_counts = present.value_counts(sort=False).to_dict()
     ledger.spend(dp_event.GaussianDpEvent(sigma), phase=PHASE, mechanism=f"partition selection {name}",
@@ -418,32 +418,32 @@ def _discover_numeric(series: pd.Series, ledger, sigma: float, rng
     edges = geometric_grid()
     present = values[~np.isnan(values)]
     zero = present == 0
-    counts, _, _ = _numeric_counts(present[~zero], edges, ())
-    _spend(ledger, sigma, f"DP bounds {name}", bins=len(counts) + 1)
+    counts, _, _ = numeric_counts(present[~zero], edges, ())
+    spend_metadata(ledger, sigma, f"DP bounds {name}", bins=len(counts) + 1)
     noisy = gaussian_counts(np.append(counts, zero.sum()), sigma=sigma, rng=rng)
-    zero_count = float(noisy[-1]) if noisy[-1] >= _floor(sigma, noisy) else 0.0
+    zero_count = float(noisy[-1]) if noisy[-1] >= noise_floor(sigma, noisy) else 0.0
     integral = pd.api.types.is_integer_dtype(series.dtype)
-    bins = _floored(noisy[:-1], sigma, zero_kept=zero_count > 0, integral=integral)
+    bins = floored_counts(noisy[:-1], sigma, zero_kept=zero_count > 0, integral=integral)
     if bins.sum() + zero_count <= 0:
         warn_excluded(name, f"too few non-missing values to bound under DP (at this budget a decade of values "
-                      f"needs about {_floor(sigma, noisy):.0f} rows)", "declare its bounds in a schema")
+                      f"needs about {noise_floor(sigma, noisy):.0f} rows)", "declare its bounds in a schema")
         return None, None
-    lower, upper = _dp_bounds(bins, zero_count, edges)
+    lower, upper = dp_bounds(bins, zero_count, edges)
     if integral:
         lower, upper = math.floor(lower), math.ceil(upper)
-    mixed = bins.sum() > 0 and zero_count >= _MIXED_ZERO_SHARE * (bins.sum() + zero_count) and lower <= 0 <= upper
+    mixed = bins.sum() > 0 and zero_count >= MIXED_ZERO_SHARE * (bins.sum() + zero_count) and lower <= 0 <= upper
     kind = "mixed" if mixed else ("integer" if integral else "continuous")
     col = Column(name, kind, nullable=_can_hold_missing(series), lower=lower, upper=upper,
                  special_values=(0.0,) if mixed else (), integer_valued=integral and mixed, dtype=_dtype(series))
-    return col, _histogram_numeric(series, col, _public_grid(col), ledger, sigma, rng)
+    return col, histogram_numeric(series, col, public_grid(col), ledger, sigma, rng)
 
 
-def _floor(sigma: float, noisy: np.ndarray) -> float:
+def noise_floor(sigma: float, noisy: np.ndarray) -> float:
     """A count that pure noise on any of the ``len(noisy)`` bins exceeds with probability ``_SPURIOUS``."""
     return sigma * float(norm.isf(_SPURIOUS / len(noisy)))
 
 
-def _floored(noisy: np.ndarray, sigma: float, *, zero_kept: bool, integral: bool) -> np.ndarray:
+def floored_counts(noisy: np.ndarray, sigma: float, *, zero_kept: bool, integral: bool) -> np.ndarray:
     """Post-processing of the noisy decade counts: bins below the floor are empty, with two exceptions that need
     only 2 sigma because a spurious bin there costs little:
 
@@ -452,7 +452,7 @@ def _floored(noisy: np.ndarray, sigma: float, *, zero_kept: bool, integral: bool
       outwards would stretch that grid tenfold, so the outer side keeps the strict floor.)
     - for integer columns with kept zeros, the decades [1, 10) and [-10, -1): nothing can lie between them and 0,
       so they are the zero's neighbours (a 0/1 column with 10% ones must not be bounded to [0, 0])."""
-    strict = noisy >= _floor(sigma, np.append(noisy, 0.0))
+    strict = noisy >= noise_floor(sigma, np.append(noisy, 0.0))
     zero_at = len(noisy) // 2  # bins[:zero_at] negative decades (ascending), bins[zero_at] around 0, then positive
     near = np.zeros_like(strict)
     near[zero_at:-1] |= strict[zero_at + 1:]  # positive side: the next smaller decade
@@ -461,7 +461,7 @@ def _floored(noisy: np.ndarray, sigma: float, *, zero_kept: bool, integral: bool
         edges = geometric_grid()
         near[np.searchsorted(edges, 1.0)] = near[np.searchsorted(edges, -1.0) - 1] = True
     kept = np.where(strict | (near & (noisy >= 2.0 * sigma)), noisy, 0.0)
-    return _main_runs(kept, 2.0 * _floor(sigma, np.append(noisy, 0.0)))
+    return _main_runs(kept, 2.0 * noise_floor(sigma, np.append(noisy, 0.0)))
 
 
 def _main_runs(kept: np.ndarray, min_mass: float) -> np.ndarray:
@@ -499,7 +499,7 @@ def _can_hold_missing(series: pd.Series) -> bool:
     return pd.api.types.is_float_dtype(dtype) or isinstance(dtype, pd.api.extensions.ExtensionDtype)
 
 
-def _dp_bounds(bins: np.ndarray, zero_count: float, edges: np.ndarray) -> tuple[float, float]:
+def dp_bounds(bins: np.ndarray, zero_count: float, edges: np.ndarray) -> tuple[float, float]:
     """Grid edges of the bins holding the TAIL and 1-TAIL quantiles of the (floored, noisy) mass, zero included.
 
     Bins in value order: the negative decades, the bin around 0, exact zeros (a point), the positive decades."""

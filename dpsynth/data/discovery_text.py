@@ -11,19 +11,19 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.data.discovery import (
-    _MIXED_ZERO_SHARE,
-    _check_feasible,
-    _discover_categorical,
-    _dp_bounds,
-    _floor,
-    _floored,
-    _histogram_numeric,
-    _noisy_row_count,
-    _numeric_counts,
-    _plan,
-    _public_grid,
-    _spend,
+    MIXED_ZERO_SHARE,
+    check_feasible,
+    discover_categorical,
+    dp_bounds,
+    floored_counts,
     geometric_grid,
+    histogram_numeric,
+    noise_floor,
+    noisy_row_count,
+    numeric_counts,
+    plan_for_ledger,
+    public_grid,
+    spend_metadata,
 )
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
@@ -44,11 +44,12 @@ def discover_private_dtypes(data: pd.DataFrame, ledger: PrivacyLedger, share: fl
     number of queries, hence sigma, is fixed before any is answered) plus the row count."""
     k = data.shape[1]
     selection_delta = ledger.target_delta / 4 / k  # any column may turn out to be text
-    plan = _plan(data, ledger, share, "private")  # 2k + 1 queries: sigma and threshold are the pre-flight plan's
+    # 2k + 1 queries: sigma and threshold are the pre-flight plan's
+    plan = plan_for_ledger(data, ledger, share, "private")
     sigma, threshold = (0.0, selection_threshold(0.0, selection_delta)) if plan is None else \
         (plan.sigma, plan.category_rows)
-    n_rows = _noisy_row_count(data, ledger, sigma, rng)
-    _check_feasible(plan, n_rows)
+    n_rows = noisy_row_count(data, ledger, sigma, rng)
+    check_feasible(plan, n_rows)
     columns, hists, excluded = [], {}, []
     for name in data.columns:
         col, hist = _discover_typed(data[name], n_rows, ledger, sigma, threshold, selection_delta, rng)
@@ -77,13 +78,13 @@ def _discover_typed(series: pd.Series, n_rows, ledger, sigma, threshold, selecti
     present = numbers[np.isfinite(numbers)]
     zero = present == 0
     integral = np.mod(present, 1) == 0
-    int_counts, _, _ = _numeric_counts(present[integral & ~zero], edges, ())
-    frac_counts, _, _ = _numeric_counts(present[~integral], edges, ())
+    int_counts, _, _ = numeric_counts(present[integral & ~zero], edges, ())
+    frac_counts, _, _ = numeric_counts(present[~integral], edges, ())
     cells = np.concatenate([int_counts, frac_counts, [zero.sum(), is_missing.sum(), is_text.sum()]])
-    _spend(ledger, sigma, f"DP kind and bounds {name}", bins=len(cells))
+    spend_metadata(ledger, sigma, f"DP kind and bounds {name}", bins=len(cells))
     noisy = gaussian_counts(cells, sigma=sigma, rng=rng)
     d = len(int_counts)
-    floor = _floor(sigma, noisy)
+    floor = noise_floor(sigma, noisy)
     noisy_int, noisy_frac = noisy[:d], noisy[d:2 * d]
     noisy_zero, noisy_text = noisy[-3], noisy[-1]  # noisy[-2], the missing cell, is re-counted by query 2
     zero_count = float(noisy_zero) if noisy_zero >= floor else 0.0
@@ -91,12 +92,12 @@ def _discover_typed(series: pd.Series, n_rows, ledger, sigma, threshold, selecti
     # an integer column is bounded from its integer cells alone (its other cells hold noise only); otherwise a
     # decade's two cells are summed, with noise sd sqrt(2) sigma
     decades, sd = (noisy_int, sigma) if is_integral else (noisy_int + noisy_frac, math.sqrt(2.0) * sigma)
-    bins = _floored(decades, sd, zero_kept=zero_count > 0, integral=is_integral)
+    bins = floored_counts(decades, sd, zero_kept=zero_count > 0, integral=is_integral)
     number_mass = float(bins.sum()) + zero_count
     text_mass = float(noisy_text) if noisy_text >= floor else 0.0
     if number_mass <= text_mass or number_mass <= 0:
         text = series.where(~is_missing)
-        col, hist = _discover_categorical(text, n_rows, ledger, sigma, threshold, selection_delta, rng,
+        col, hist = discover_categorical(text, n_rows, ledger, sigma, threshold, selection_delta, rng,
                                           nullable=True, dtype="str")
         if hist is not None:
             hist = CategoricalHistogram(hist.categories, hist.counts, hist.missing if hist.missing >= floor else 0.0)
@@ -104,14 +105,14 @@ def _discover_typed(series: pd.Series, n_rows, ledger, sigma, threshold, selecti
     if text_mass > 0:
         warnings.warn(f"Column '{name}' is numeric but some values (about {text_mass:.0f}, a DP estimate) are not "
                       "numbers; they are treated as missing.", stacklevel=5)
-    lower, upper = _dp_bounds(bins, zero_count, edges)
+    lower, upper = dp_bounds(bins, zero_count, edges)
     if is_integral:
         lower, upper = math.floor(lower), math.ceil(upper)
-    mixed = bins.sum() > 0 and zero_count >= _MIXED_ZERO_SHARE * number_mass and lower <= 0 <= upper
+    mixed = bins.sum() > 0 and zero_count >= MIXED_ZERO_SHARE * number_mass and lower <= 0 <= upper
     kind = "mixed" if mixed else ("integer" if is_integral else "continuous")
     col = Column(name, kind, nullable=True, lower=lower, upper=upper, special_values=(0.0,) if mixed else (),
                  integer_valued=is_integral and mixed, dtype="Int64" if is_integral else _FIXED_DTYPES[kind])
-    hist = _histogram_numeric(pd.Series(numbers, name=name), col, _public_grid(col), ledger, sigma, rng)
+    hist = histogram_numeric(pd.Series(numbers, name=name), col, public_grid(col), ledger, sigma, rng)
     if hist.missing < floor:
         hist = NumericHistogram(hist.edges, hist.counts, hist.special_counts, 0.0)
     return col, hist

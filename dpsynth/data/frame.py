@@ -74,7 +74,7 @@ def check_column(series: pd.Series) -> None:
     if isinstance(dtype, pd.CategoricalDtype):
         _check_objects(name, pd.Series(dtype.categories, dtype=object), "category")
         return
-    if dtype == object:
+    if pd.api.types.is_object_dtype(dtype):
         _check_objects(name, series, "object")
         return
     if pd.api.types.is_string_dtype(dtype):  # str, string, string[pyarrow]

@@ -8,10 +8,9 @@ from the row count) is post-processing. In non-private mode (``epsilon=inf``) th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
-
-import math
 
 import numpy as np
 
@@ -106,7 +105,8 @@ class DPMetadata:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.n_rows) and self.n_rows > 0) or not (math.isfinite(self.sigma) and self.sigma >= 0):
-            raise InputError(f"n_rows must be a finite number > 0 and sigma >= 0. Found {self.n_rows!r}, {self.sigma!r}.")
+            raise InputError(
+                f"n_rows must be a finite number > 0 and sigma >= 0. Found {self.n_rows!r}, {self.sigma!r}.")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,4 +131,5 @@ def _check_counts(values: np.ndarray) -> None:
 
 
 def _short(values: np.ndarray) -> str:
-    return np.array2string(np.asarray(values)[:6], precision=4, separator=", ") + (" ..." if np.size(values) > 6 else "")
+    head = np.array2string(np.asarray(values)[:6], precision=4, separator=", ")
+    return head + (" ..." if np.size(values) > 6 else "")

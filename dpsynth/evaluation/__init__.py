@@ -2,7 +2,8 @@
 
 ``dpsynth.evaluate(real_train, synthetic, ...)`` (the same function as ``dpsynth.evaluation.evaluate``) returns an
 :class:`EvaluationResult` (tidy table + plot data); ``build_report`` / ``write_report`` turn it into one
-self-contained HTML page; ``evaluate_graph`` scores a released graph (seed 001). Definitions, with the seed section each comes from, are in the module docstrings:
+self-contained HTML page; ``evaluate_graph`` scores a released graph (seed 001). Definitions, with the seed section
+each comes from, are in the module docstrings:
 :mod:`.similarity`, :mod:`.unsupervised`, :mod:`.dimwise`, :mod:`.quality` (with :mod:`.discriminability`),
 :mod:`.ml_efficacy`, :mod:`.graph`. :mod:`.risk_section` renders ``dpsynth attack --json`` results in the report.
 """

@@ -101,7 +101,7 @@ def as_labels(col: pd.Series) -> np.ndarray:
     return out
 
 
-def _labels_fast(col: pd.Series) -> np.ndarray:
+def labels_fast(col: pd.Series) -> np.ndarray:
     """Vectorised :func:`as_labels` (the loop version handles the rare mixed-type object columns)."""
     if pd.api.types.is_float_dtype(col):
         vals = col.to_numpy(dtype=float)
@@ -152,7 +152,7 @@ class Encoder:
         pos = 0
         for name, kind in kinds.items():
             if kind == "categorical":
-                counts = pd.Series(_labels_fast(real[name])).value_counts()
+                counts = pd.Series(labels_fast(real[name])).value_counts()
                 cats = tuple(counts.index[:max_categories])
                 width = len(cats) + (1 if len(counts) > max_categories else 0)
                 width = max(width, 1)
@@ -180,7 +180,7 @@ class Encoder:
             if b.kind == "categorical":
                 index = {c: i for i, c in enumerate(b.categories)}
                 other = b.stop - b.start - 1 if (b.stop - b.start) > len(b.categories) else -1
-                codes = pd.Series(_labels_fast(df[name])).map(index).fillna(other).to_numpy(dtype=int)
+                codes = pd.Series(labels_fast(df[name])).map(index).fillna(other).to_numpy(dtype=int)
                 rows = np.nonzero(codes >= 0)[0]
                 out[rows, pos + codes[rows]] = 1.0
             else:
@@ -206,7 +206,7 @@ def hist_pair(real: pd.Series, synthetic: pd.Series, kind: str, *,
     either table has missing values. Returns (bin labels, p_real, p_synthetic), each summing to 1.
     """
     if kind == "categorical":
-        r, s = pd.Series(_labels_fast(real)), pd.Series(_labels_fast(synthetic))
+        r, s = pd.Series(labels_fast(real)), pd.Series(labels_fast(synthetic))
         rc, sc = r.value_counts(), s.value_counts()
         labels = list(rc.index) + [c for c in sc.index if c not in rc.index]
         pr = rc.reindex(labels, fill_value=0).to_numpy(dtype=float)
@@ -244,7 +244,7 @@ def row_keys(df: pd.DataFrame, kinds: dict[str, str]) -> np.ndarray:
     out = np.full(len(df), 0x345678, dtype=np.uint64)
     for name, kind in kinds.items():  # one column at a time: memory stays one column, not the table
         if kind == "categorical":
-            codes, uniques = pd.factorize(_labels_fast(df[name]))
+            codes, uniques = pd.factorize(labels_fast(df[name]))
             part = pd.util.hash_array(np.asarray(uniques, dtype=object))[codes]
         else:
             x = numeric(df[name]) + 0.0  # + 0.0 turns -0.0 into 0.0

@@ -70,7 +70,8 @@ def load_test(spec: str) -> pd.DataFrame:
     if spec in REGISTRY:
         _, test, _, _ = load_data(spec)
         if test is None:
-            raise InputError(f"--test {spec}: the bundled dataset '{spec}' has no official test split; pass a CSV/Parquet path.")
+            raise InputError(f"--test {spec}: the bundled dataset '{spec}' has no official test split; "
+                             "pass a CSV/Parquet path.")
         return test
     return read_table(spec)
 
@@ -91,7 +92,8 @@ def load_ledger(model_path: str | None) -> dict[str, Any] | None:
     from dpsynth.models._file import ledger_check, read_model_header
 
     header = read_model_header(model_path)  # checks the header's structure and digest (without torch)
-    ledger, flags = ledger_check(header, model_phases(header["model"]))  # recomputed from the events, never the stored summary
+    # recomputed from the events, never the stored summary
+    ledger, flags = ledger_check(header, model_phases(header["model"]))
     if flags:
         ledger = {**ledger, "flags": flags}
     return {**ledger, **_gdp_view(ledger)}

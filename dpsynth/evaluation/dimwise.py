@@ -24,7 +24,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import Lasso
 
 from dpsynth.evaluation._parallel import run_tasks
-from dpsynth.evaluation._prep import _labels_fast, numeric
+from dpsynth.evaluation._prep import labels_fast, numeric
 from dpsynth.evaluation.result import Row, row, undefined
 
 __all__ = ["run", "predict_column"]
@@ -73,7 +73,7 @@ def run(ctx) -> tuple[list[Row], dict]:
         keep = np.r_[0:block.start, block.stop:enc.width]
         X = {k: v[:, keep] for k, v in full.items()}
         if kind == "categorical":
-            y = {k: _labels_fast(f[col]).astype(str)
+            y = {k: labels_fast(f[col]).astype(str)
                  for k, f in (("real", train), ("synthetic", synth), ("test", test))}
             center, scale = 0.0, 1.0
         else:

@@ -49,7 +49,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from dpsynth.evaluation._parallel import run_tasks
-from dpsynth.evaluation._prep import _labels_fast, numeric
+from dpsynth.evaluation._prep import labels_fast, numeric
 from dpsynth.evaluation.result import Row, row, undefined
 
 __all__ = ["MODELS", "CLASSIFICATION_SCORES", "REGRESSION_SCORES", "make_model", "classification_scores",
@@ -177,7 +177,7 @@ def _training_data(ctx, target: str, task: str) -> tuple[dict, tuple, str]:
     frames = (train, synthetic, test)
     X_real, X_syn, X_test = (enc.transform(f, columns=feats) for f in frames)
     if task == "classification":
-        y_real, y_syn, y_test = (_labels_fast(f[target]).astype(str).astype(object) for f in frames)
+        y_real, y_syn, y_test = (labels_fast(f[target]).astype(str).astype(object) for f in frames)
         classes_all = np.unique(np.concatenate([y_real, y_syn, y_test]).astype(str)).astype(object)
         counts = {c: np.sum(y_real == c) for c in np.unique(y_real)}
         positive = min(counts, key=counts.get) if len(counts) == 2 else None

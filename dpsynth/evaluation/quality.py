@@ -48,7 +48,7 @@ from scipy.stats import ks_2samp, spearmanr
 from sklearn import metrics as skm
 
 from dpsynth.evaluation._parallel import run_tasks
-from dpsynth.evaluation._prep import _labels_fast, hist_pair, numeric
+from dpsynth.evaluation._prep import hist_pair, labels_fast, numeric
 from dpsynth.evaluation.discriminability import discriminability
 from dpsynth.evaluation.discriminability import rows as discriminability_rows
 from dpsynth.evaluation.discriminability import score_from_proba as discriminability_score
@@ -66,7 +66,7 @@ LEVELS = np.linspace(0.0005, 0.9995, 1000)
 def column_similarity(real: pd.Series, synthetic: pd.Series, kind: str) -> float:
     """Rank-aligned correlation of one column (module docstring), in [0, 1]; NaN if a side is empty."""
     if kind == "categorical":
-        a, b = _labels_fast(real), _labels_fast(synthetic)
+        a, b = labels_fast(real), labels_fast(synthetic)
         order = {c: i for i, c in enumerate(pd.Series(a).value_counts().index)}
         ra = np.sort(pd.Series(a).map(order).to_numpy(dtype=float))
         rb = np.sort(pd.Series(b).map(order).fillna(len(order)).to_numpy(dtype=float))
@@ -174,7 +174,7 @@ def _utility(ctx) -> list[Row]:
         keep = np.r_[0:b.start, b.stop:enc.width]
         task = "classification" if kind == "categorical" else "regression"
         if kind == "categorical":
-            yr, ys = _top_classes(_labels_fast(real[col]).astype(str), _labels_fast(synth[col]).astype(str))
+            yr, ys = _top_classes(labels_fast(real[col]).astype(str), labels_fast(synth[col]).astype(str))
         else:
             yr, ys = numeric(real[col]), numeric(synth[col])
         for k in range(3):

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
-from dpsynth.evaluation._prep import _labels_fast, hist_pair, numeric
+from dpsynth.evaluation._prep import hist_pair, labels_fast, numeric
 from dpsynth.evaluation.result import Row, aggregate, row, undefined
 
 __all__ = ["js_divergence", "js_distance", "theils_u", "correlation_ratio", "association_matrix",
@@ -105,7 +105,7 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> float:
 def association_matrix(df: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
     """Square matrix of pairwise associations (definitions in the module docstring); NaN where undefined."""
     cols = list(kinds)
-    cat = {c: _codes(_labels_fast(df[c])) for c in cols if kinds[c] == "categorical"}
+    cat = {c: _codes(labels_fast(df[c])) for c in cols if kinds[c] == "categorical"}
     num = {c: numeric(df[c]) for c in cols if kinds[c] != "categorical"}
     out = np.eye(len(cols))
     for i, a in enumerate(cols):
@@ -137,7 +137,8 @@ def matrix_diff_row(metric: str, a: pd.DataFrame, b: pd.DataFrame) -> Row:
     """Frobenius norm of ``a - b`` with undefined entries counted as 0 (and said so in the note)."""
     undefined_entries = int(np.sum(~np.isfinite(a.to_numpy()) | ~np.isfinite(b.to_numpy())))
     diff = np.nan_to_num(a.to_numpy()) - np.nan_to_num(b.to_numpy())
-    note = f"{undefined_entries} undefined entries (constant or all-missing columns) counted as 0" if undefined_entries else ""
+    note = (f"{undefined_entries} undefined entries (constant or all-missing columns) counted as 0"
+            if undefined_entries else "")
     return row(metric, "(all)", float(np.linalg.norm(diff)), note=note)
 
 
@@ -165,7 +166,8 @@ def run(ctx) -> tuple[list[Row], dict]:
             continue
         reason = _wasserstein_reason(ctx.real[c], ctx.synthetic[c])
         wds[c] = float("nan") if reason else scaled_wasserstein(ctx.real[c], ctx.synthetic[c])
-        rows.append(undefined("similarity.wasserstein", c, reason) if reason else row("similarity.wasserstein", c, wds[c]))
+        rows.append(undefined("similarity.wasserstein", c, reason) if reason
+                    else row("similarity.wasserstein", c, wds[c]))
     if jsds:
         rows.append(aggregate("similarity.jsd", jsds, over="categorical columns"))
     if wds:

@@ -36,7 +36,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from dpsynth.evaluation._prep import _labels_fast, hist_pair, numeric
+from dpsynth.evaluation._prep import hist_pair, labels_fast, numeric
 from dpsynth.evaluation.result import Row, aggregate, row, undefined
 
 __all__ = ["tvd", "nist_bins", "kway_tvd", "kl_mu", "diversity_jsd", "bhattacharyya", "pca_projection", "run"]
@@ -54,7 +54,7 @@ def tvd(p, q) -> float:
 def nist_bins(real: pd.Series, synthetic: pd.Series, kind: str) -> tuple[np.ndarray, np.ndarray]:
     """Integer bin codes of one column in both tables, NIST style (see module docstring)."""
     if kind == "categorical":
-        codes, _ = pd.factorize(np.concatenate([_labels_fast(real), _labels_fast(synthetic)]))
+        codes, _ = pd.factorize(np.concatenate([labels_fast(real), labels_fast(synthetic)]))
         return codes[: len(real)], codes[len(real):]
     x, y = numeric(real), numeric(synthetic)
     fx = x[np.isfinite(x)]

@@ -97,7 +97,8 @@ def _read_raw(path: Path) -> tuple[dict[str, str], list[tuple[str, str, tuple, b
     tensors = []
     for name, info in table.items():
         try:
-            dtype, shape, (start, end) = _DTYPES[info["dtype"]], tuple(int(d) for d in info["shape"]), info["data_offsets"]
+            dtype, shape = _DTYPES[info["dtype"]], tuple(int(d) for d in info["shape"])
+            start, end = info["data_offsets"]
             ok = isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(data)
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFileError(f"{path}: tensor {name!r} has a malformed entry in the safetensors header.") from exc

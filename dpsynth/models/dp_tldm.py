@@ -254,7 +254,8 @@ class DPTLDM(Synthesizer):
 
     # ------------------------------------------------------------------ state
     def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        tensors = {f"decoder.{k}": v for k, v in self.vae_.state_dict().items() if not k.startswith(("encoder.", "to_"))}
+        tensors = {f"decoder.{k}": v for k, v in self.vae_.state_dict().items()
+                   if not k.startswith(("encoder.", "to_"))}
         if self.latent_sampler == "diffusion":
             tensors.update({f"denoiser.{k}": v for k, v in self.denoiser_.state_dict().items()})
         state = {"transformer": self.transformer_.to_dict(), "budget": self.budget_, "gdp": self.gdp_,

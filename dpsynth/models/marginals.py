@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dpsynth.data.discovery import _histogram_categorical, _histogram_numeric
+from dpsynth.data.discovery import histogram_categorical, histogram_numeric
 from dpsynth.data.metadata import CategoricalHistogram, NumericHistogram
 from dpsynth.models import register
 from dpsynth.models.base import Synthesizer
@@ -44,10 +44,10 @@ class Marginals(Synthesizer):
         for col in self.schema_.columns:
             old = self.metadata_.histograms[col.name]
             if col.is_discrete:
-                new = _histogram_categorical(frame[col.name], col, _Phase(ledger), sigma, rng)
+                new = histogram_categorical(frame[col.name], col, _Phase(ledger), sigma, rng)
             else:
                 edges = old.edges  # public (or DP) edges: reusing them reads no private rows
-                new = _histogram_numeric(frame[col.name], col, edges, _Phase(ledger), sigma, rng)
+                new = histogram_numeric(frame[col.name], col, edges, _Phase(ledger), sigma, rng)
             self.histograms_[col.name] = _combine(old, new, meta_sigma, sigma) if self.reuse_metadata else new
 
     def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:

@@ -21,7 +21,8 @@ _LAZY = {
     "pate": ("noisy_argmax", "pate_event", "teacher_partition", "teacher_votes"),
     "per_example": ("input_gradient", "per_example_grads"),
     "sampling": ("PoissonSampler", "ShuffleSampler"),
-    "sanitizer": ("GradientSanitizer",),
+    "sanitizer": ("GradientSanitizer", "SanitizerConfig"),
+    "budget": ("PrivacyBudget",),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 
@@ -44,6 +45,8 @@ __all__ = [
     "DPSGD",
     "DPSGDConfig",
     "GradientSanitizer",
+    "SanitizerConfig",
+    "PrivacyBudget",
     "PoissonSampler",
     "PrivacyLedger",
     "ShuffleSampler",

@@ -15,8 +15,8 @@ Guarantees:
   and the RDP accountant (Mironov 2017, Mironov et al. 2019). Both are sound upper bounds, so their
   minimum is one too.
 - Large epsilons take a bounded, fast path: when the RDP bound already exceeds twice ``PLD_MAX_EPSILON`` (10),
-  ``"best"`` returns it without asking PLD (whose support, hence time and memory, grows with the privacy loss: 51 s and 1.1 GB
-  at epsilon 100, 11 minutes and 6 GB at 1000). Both are sound upper bounds; above 10 the PLD's tighter value
+  ``"best"`` returns it without asking PLD (whose support, hence time and memory, grows with the privacy loss: 51 s
+  and 1.1 GB at epsilon 100, 11 minutes and 6 GB at 1000). Both are sound upper bounds; above 10 the PLD's tighter value
   buys nothing a user could notice. ``check_privacy_params`` refuses targets above ``EPSILON_MAX``.
 - ``extra_delta`` (from thresholding mechanisms, e.g. partition selection) is subtracted from ``delta``
   before the accountants are asked: a mechanism that is, with probability 1 - c, a post-processing of an

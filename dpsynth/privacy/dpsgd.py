@@ -235,7 +235,8 @@ class DPSGD:
         batch = tuple(batch)
         sizes = {int(t.shape[0]) for t in batch}
         if not batch or sizes != {len(idx)}:
-            raise InputError(f"every batch tensor must have {len(idx)} rows (the charged batch). Found {sorted(sizes)}.")
+            raise InputError(
+                f"every batch tensor must have {len(idx)} rows (the charged batch). Found {sorted(sizes)}.")
         names = [n for n, p in self.module.named_parameters() if p.requires_grad]
         total, stats = self._private_sum(per_example_loss, batch, idx)
         params = dict(self.module.named_parameters())
@@ -316,7 +317,9 @@ class DPSGD:
         loss = functional_loss(self.module, per_example_loss)
         buffers = {n: b.detach() for n, b in self.module.named_buffers()}
         in_dims = (None, None) + (0,) * len(batch)
-        batched = vmap(loss, in_dims=in_dims, randomness="different", chunk_size=self.chunk_size)
+        # one vmapped forward over the whole batch (no chunks): the gradient of a mean needs no per-example
+        # gradients, so memory is that of an ordinary batch step
+        batched = vmap(loss, in_dims=in_dims, randomness="different")
 
         def mean_loss(params):
             values, _ = batched(params, buffers, *batch)

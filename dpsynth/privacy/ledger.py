@@ -20,7 +20,7 @@ Guarantees:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dp_accounting import dp_event
@@ -81,9 +81,10 @@ def warn_large_delta(delta: float, n_rows: float) -> None:
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class LedgerEntry:
-    """One kind of mechanism run ``count`` times in a phase (``event`` is a single run)."""
+    """One kind of mechanism run ``count`` times in a phase (``event`` is a single run). Immutable: the ledger
+    replaces an entry when more runs are recorded, so an entry handed out can never change under its holder."""
 
     phase: str
     mechanism: str
@@ -234,20 +235,16 @@ class PrivacyLedger:
             )
         self._record(event, phase=phase, mechanism=mechanism, count=count, extra_delta=extra_delta, params=params)
 
-    def _record(self, event, *, phase, mechanism, count, extra_delta, params) -> LedgerEntry:
-        for entry in self.entries:
-            if (entry.phase, entry.mechanism, entry.event, entry.extra_delta, entry.params) == (
-                phase,
-                mechanism,
-                event,
-                extra_delta,
-                params,
-            ):
-                entry.count += count
-                return entry
-        entry = LedgerEntry(phase, mechanism, event, count, extra_delta, dict(params))
-        self.entries.append(entry)
-        return entry
+    def _record(self, event, *, phase, mechanism, count, extra_delta, params) -> int:
+        """Add ``count`` runs to the entry of this (phase, mechanism, event, extra delta, params), or open one;
+        return its index in :attr:`entries`."""
+        key = (phase, mechanism, event, extra_delta, params)
+        for i, entry in enumerate(self.entries):
+            if (entry.phase, entry.mechanism, entry.event, entry.extra_delta, entry.params) == key:
+                self.entries[i] = replace(entry, count=entry.count + count)
+                return i
+        self.entries.append(LedgerEntry(phase, mechanism, event, count, extra_delta, dict(params)))
+        return len(self.entries) - 1
 
     def allowance(
         self, event: dp_event.DpEvent, *, phase: str, mechanism: str, max_steps: int, **params: Any
@@ -261,8 +258,8 @@ class PrivacyLedger:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
             raise InputError(f"max_steps must be an integer >= 0. Found {max_steps!r}.")
         allowed = self.max_count(event, max_steps)
-        entry = self._record(event, phase=phase, mechanism=mechanism, count=0, extra_delta=0.0, params=params)
-        allowance = StepAllowance(entry=entry, allowed=allowed, ledger=self)
+        index = self._record(event, phase=phase, mechanism=mechanism, count=0, extra_delta=0.0, params=params)
+        allowance = StepAllowance(ledger=self, index=index, allowed=allowed)
         self._live.append(allowance)
         return allowance
 
@@ -324,16 +321,21 @@ class PrivacyLedger:
 
 @dataclass(eq=False)
 class StepAllowance:
-    """Handed to a training loop by :meth:`PrivacyLedger.allowance`: ``allowed`` more runs of ``entry.event``.
+    """Handed to a training loop by :meth:`PrivacyLedger.allowance`: ``allowed`` more runs of the event of the
+    ledger's entry ``index``; ``take()`` records one run there.
 
-    ``entry`` may already hold runs from an earlier allowance of the same phase and mechanism (a resumed loop):
+    The entry may already hold runs from an earlier allowance of the same phase and mechanism (a resumed loop):
     this allowance counts only its own steps (``taken``)."""
 
-    entry: LedgerEntry
+    ledger: PrivacyLedger
+    index: int
     allowed: int
-    ledger: PrivacyLedger | None = None
     taken: int = 0
     released: bool = False
+
+    @property
+    def entry(self) -> LedgerEntry:
+        return self.ledger.entries[self.index]
 
     @property
     def remaining(self) -> int:
@@ -344,7 +346,7 @@ class StepAllowance:
         if self.remaining <= 0:
             self.release()
             return False
-        self.entry.count += 1
+        self.ledger.entries[self.index] = replace(self.entry, count=self.entry.count + 1)
         self.taken += 1
         return True
 
@@ -352,8 +354,7 @@ class StepAllowance:
         """Give the untaken steps back to the ledger; later ``take()`` calls return False."""
         if not self.released:
             self.released = True
-            if self.ledger is not None:
-                self.ledger._release(self)
+            self.ledger._release(self)
 
 
 def _gdp_summary(report: dict[str, Any] | None) -> dict[str, Any] | None:

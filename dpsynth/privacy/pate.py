@@ -51,7 +51,8 @@ def teacher_votes(predictions: torch.Tensor, n_classes: int) -> torch.Tensor:
 
 
 def pate_event(mechanism: str, noise_scale: float) -> dp_event.DpEvent:
-    """Event of one answered query: Laplace scale b -> LaplaceDpEvent(b/2); Gaussian std s -> GaussianDpEvent(s/sqrt 2)."""
+    """Event of one answered query: Laplace scale b -> LaplaceDpEvent(b/2); Gaussian std s ->
+    GaussianDpEvent(s/sqrt 2)."""
     if not (0 < noise_scale < math.inf):
         raise InputError(f"noise_scale must be a finite number > 0. Found {noise_scale!r}.")
     if mechanism == "laplace":

@@ -42,7 +42,8 @@ def _check_n_steps(n: int, steps: int) -> None:
 
 def _check_generator(generator: torch.Generator) -> None:
     if not isinstance(generator, torch.Generator):
-        raise InputError(f"generator must be a torch.Generator (seeded by the caller). Found {type(generator).__name__}.")
+        raise InputError(
+            f"generator must be a torch.Generator (seeded by the caller). Found {type(generator).__name__}.")
 
 
 class PoissonSampler:

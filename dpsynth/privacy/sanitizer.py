@@ -22,7 +22,7 @@ Accounting (neighbouring relation: add/remove one record, which here replaces on
 Guarantees (tests in tests/privacy/test_sanitizer.py): each sanitized row is clip(row) + noise with
 ||clip(row)|| <= C; the noise is N(0, (2C sigma)^2); every sanitized step is charged to the ledger before the
 hook releases anything, and the hook refuses to run without a charged step; the privacy settings (C, sigma,
-B, N_d) are read-only once the allowance is charged.
+B, N_d) are a frozen :class:`SanitizerConfig`, fixed before the allowance is charged.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 from dp_accounting import dp_event
@@ -38,81 +39,32 @@ from dpsynth.errors import InputError, PrivacyError
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.per_example import clip_factors, zero_rows
 
-__all__ = ["GradientSanitizer"]
+__all__ = ["GradientSanitizer", "SanitizerConfig"]
 
 
-class GradientSanitizer:
-    """Clip + noise the per-row gradient into a generator; one ledger allowance of ``max_steps`` steps.
+@dataclass(frozen=True, kw_only=True)
+class SanitizerConfig:
+    """Privacy settings of a sanitized generator phase (frozen: the ledger is charged for exactly these).
 
-    Usage::
+    ``max_grad_norm`` C (each row's gradient is clipped to it), ``noise_multiplier`` sigma (noise std 2 C sigma per
+    coordinate), ``batch_size`` B (the most rows one step may sanitize), ``n_shards`` N_d (disjoint-shard
+    discriminators, one drawn per step)."""
 
-        san = GradientSanitizer(max_grad_norm=1.0, noise_multiplier=1.0, batch_size=64, n_shards=10, ...)
-        for shard in san.steps():            # charged to the ledger before each step
-            fake = generator(z)
-            san.attach(fake)                 # registers the sanitizing hook for this step
-            loss = -discriminators[shard](fake).mean()
-            loss.backward(); opt_g.step()
-    """
+    max_grad_norm: float
+    noise_multiplier: float
+    batch_size: int
+    n_shards: int = 1
 
-    def __init__(
-        self,
-        *,
-        max_grad_norm: float,
-        noise_multiplier: float,
-        batch_size: int,
-        ledger: PrivacyLedger,
-        phase: str,
-        max_steps: int,
-        generator: torch.Generator,
-        n_shards: int = 1,
-    ):
-        if not (0 < max_grad_norm < math.inf):
-            raise InputError(f"max_grad_norm must be a finite number > 0. Found {max_grad_norm!r}.")
-        if not (0 < noise_multiplier < math.inf):
-            raise InputError(f"noise_multiplier must be a finite number > 0. Found {noise_multiplier!r}.")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InputError(f"batch_size must be an integer >= 1. Found {batch_size!r}.")
-        if isinstance(n_shards, bool) or not isinstance(n_shards, int) or n_shards < 1:
-            raise InputError(f"n_shards must be an integer >= 1. Found {n_shards!r}.")
-        # the privacy settings are what the ledger is charged for below: read-only from here on, so a caller
-        # cannot lower the noise after the event was recorded (properties without setters)
-        self._max_grad_norm = float(max_grad_norm)
-        self._noise_multiplier = float(noise_multiplier)
-        self._batch_size = batch_size
-        self._n_shards = n_shards
-        self.generator = generator
-        self.max_steps = max_steps
-        self.ledger = ledger
-        if n_shards == 1:
-            warnings.warn(
-                "GradientSanitizer with one discriminator trained on all rows: no subsampling amplification "
-                "(q = 1); every step costs a full Gaussian mechanism of multiplier sigma/sqrt(B). "
-                "Use n_shards > 1 disjoint-shard discriminators for q = 1/n_shards.",
-                stacklevel=2,
-            )
-        self._allowance = ledger.allowance(
-            self.event(), phase=phase, mechanism="gradient-sanitizer", max_steps=max_steps,
-            max_grad_norm=self.max_grad_norm, noise_multiplier=self.noise_multiplier, batch_size=batch_size,
-            n_shards=n_shards, sensitivity_per_row=self.sensitivity_per_row,
-        )
-        self._pending = False
-        self._steps = 0
-
-    @property
-    def max_grad_norm(self) -> float:
-        return self._max_grad_norm
-
-    @property
-    def noise_multiplier(self) -> float:
-        return self._noise_multiplier
-
-    @property
-    def batch_size(self) -> int:
-        return self._batch_size
-
-    @property
-    def n_shards(self) -> int:
-        return self._n_shards
+    def __post_init__(self) -> None:
+        c, sigma, b, n = self.max_grad_norm, self.noise_multiplier, self.batch_size, self.n_shards
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not (0 < c < math.inf):
+            raise InputError(f"max_grad_norm must be a finite number > 0. Found {c!r}.")
+        if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not (0 < sigma < math.inf):
+            raise InputError(f"noise_multiplier must be a finite number > 0. Found {sigma!r}.")
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise InputError(f"batch_size must be an integer >= 1. Found {b!r}.")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InputError(f"n_shards must be an integer >= 1. Found {n!r}.")
 
     @property
     def sensitivity_per_row(self) -> float:
@@ -129,10 +81,61 @@ class GradientSanitizer:
         return self.noise_multiplier / math.sqrt(self.batch_size)
 
     def event(self) -> dp_event.DpEvent:
+        """One step: Gaussian(sigma / sqrt(B)), subsampled without replacement 1 of N_d when N_d > 1."""
         gaussian = dp_event.GaussianDpEvent(self.effective_noise_multiplier)
         if self.n_shards == 1:
             return gaussian
         return dp_event.SampledWithoutReplacementDpEvent(self.n_shards, 1, gaussian)
+
+
+class GradientSanitizer:
+    """Clip + noise the per-row gradient into a generator; one ledger allowance of ``max_steps`` steps.
+
+    Usage::
+
+        config = SanitizerConfig(max_grad_norm=1.0, noise_multiplier=1.0, batch_size=64, n_shards=10)
+        san = GradientSanitizer(config, ledger=ledger, phase="generator", max_steps=1000, generator=g)
+        for shard in san.steps():            # charged to the ledger before each step
+            fake = generator(z)
+            san.attach(fake)                 # registers the sanitizing hook for this step
+            loss = -discriminators[shard](fake).mean()
+            loss.backward(); opt_g.step()
+    """
+
+    def __init__(self, config: SanitizerConfig, *, ledger: PrivacyLedger, phase: str, max_steps: int,
+                 generator: torch.Generator):
+        if not isinstance(config, SanitizerConfig):
+            raise InputError(f"config must be a SanitizerConfig. Found {type(config).__name__}.")
+        self.config = config  # frozen: the settings the ledger is charged for below cannot change afterwards
+        self.generator = generator
+        self.max_steps = max_steps
+        self.ledger = ledger
+        if config.n_shards == 1:
+            warnings.warn(
+                "GradientSanitizer with one discriminator trained on all rows: no subsampling amplification "
+                "(q = 1); every step costs a full Gaussian mechanism of multiplier sigma/sqrt(B). "
+                "Use n_shards > 1 disjoint-shard discriminators for q = 1/n_shards.",
+                stacklevel=2,
+            )
+        self._allowance = ledger.allowance(
+            config.event(), phase=phase, mechanism="gradient-sanitizer", max_steps=max_steps,
+            max_grad_norm=config.max_grad_norm, noise_multiplier=config.noise_multiplier,
+            batch_size=config.batch_size, n_shards=config.n_shards, sensitivity_per_row=config.sensitivity_per_row,
+        )
+        self._pending = False
+        self._steps = 0
+
+    # read-only views of the frozen config
+    max_grad_norm = property(lambda self: self.config.max_grad_norm)
+    noise_multiplier = property(lambda self: self.config.noise_multiplier)
+    batch_size = property(lambda self: self.config.batch_size)
+    n_shards = property(lambda self: self.config.n_shards)
+    sensitivity_per_row = property(lambda self: self.config.sensitivity_per_row)
+    noise_std = property(lambda self: self.config.noise_std)
+    effective_noise_multiplier = property(lambda self: self.config.effective_noise_multiplier)
+
+    def event(self) -> dp_event.DpEvent:
+        return self.config.event()
 
     @staticmethod
     def shard_assignment(n_rows: int, n_shards: int, generator: torch.Generator) -> torch.Tensor:

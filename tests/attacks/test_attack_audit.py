@@ -81,7 +81,8 @@ def test_parse_model_spec():
 
 def test_max_achievable_eps_lb_pins():
     # perfect attacks: Clopper-Pearson at alpha 0.05 (both rates at alpha/2), and the one-run bound
-    assert max_achievable_eps_lb("in-out", alpha=0.05, delta=1e-5, n_pos=10, n_neg=10) == pytest.approx(0.8068, abs=1e-3)
+    bound = max_achievable_eps_lb("in-out", alpha=0.05, delta=1e-5, n_pos=10, n_neg=10)
+    assert bound == pytest.approx(0.8068, abs=1e-3)
     assert max_achievable_eps_lb("in-out", alpha=0.05, delta=1e-5, n_pos=5, n_neg=5) == 0.0
     assert max_achievable_eps_lb("one-run", alpha=0.05, delta=1e-5, m=40, guesses=15) == pytest.approx(1.508, abs=1e-3)
 
@@ -185,7 +186,7 @@ def test_one_run_mode_dp_passes_and_non_private_is_caught(adult):
     assert leaky.counts["correct"] == leaky.counts["guesses"] == 20 and leaky.eps_lb > 1.0 + dp.eps_lb
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the audit at full size: many fits")
 def test_dp_marginals_audit_full(adult, adult_schema):
     train, _ = adult
     audit = audit_model("marginals", train, epsilon=1.0, delta=1e-5, schema=adult_schema, mode="in-out",

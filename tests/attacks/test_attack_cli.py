@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+import pytest
 
 from dpsynth.attacks import command
 
@@ -16,6 +17,7 @@ def _run(argv):
     return args.func(args)
 
 
+@pytest.mark.anonymeter
 def test_attack_command_writes_json_and_report(adult, tmp_path, capsys):
     train, test = adult
     paths = {k: tmp_path / f"{k}.csv" for k in ("train", "syn", "control")}

@@ -42,7 +42,11 @@ BUILDERS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(BUILDERS))
+NEEDS_ANONYMETER = {"nn", "singling_out", "linkability"}  # wrap anonymeter's evaluators
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.anonymeter) if n in NEEDS_ANONYMETER else n
+                                  for n in sorted(BUILDERS)])
 def test_attack_contract(frames, name):
     attack = BUILDERS[name](*frames)
     assert isinstance(attack, Attack) and attack.name and attack.kind in KINDS
@@ -81,7 +85,8 @@ AUDIT_PARAMS = {
 }
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="two audited fits per DP model, the non-private ones large: ~6 minutes")
+@pytest.mark.ci
 @pytest.mark.parametrize("model", _dp_models())
 def test_every_dp_model_audit_is_below_its_epsilon(adult, adult_schema, model):
     """One-run audit (one fit each: 100 canaries tagged with new native-country categories, 800 base rows) of every

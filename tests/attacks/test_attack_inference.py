@@ -16,9 +16,11 @@ def parts(adult):
     """Three disjoint, equally sized samples of one population: train, control, disjoint synthetic."""
     train_full, test_full = adult
     pop = pd.concat([train_full, test_full], ignore_index=True).sample(4500, random_state=5).reset_index(drop=True)
-    return pop.iloc[:1500].reset_index(drop=True), pop.iloc[1500:3000].reset_index(drop=True), pop.iloc[3000:].reset_index(drop=True)
+    parts = pop.iloc[:1500], pop.iloc[1500:3000], pop.iloc[3000:]
+    return tuple(p.reset_index(drop=True) for p in parts)
 
 
+@pytest.mark.anonymeter
 def test_singling_out_copy_is_maximal(parts):
     train, control, _ = parts
     r = SinglingOutRisk(train, train, control=control, mode="univariate", n_attacks=200, seed=0).evaluate()
@@ -26,12 +28,14 @@ def test_singling_out_copy_is_maximal(parts):
     assert r.baseline < 0.2
 
 
+@pytest.mark.anonymeter
 def test_singling_out_disjoint_is_near_zero(parts):
     train, control, disjoint = parts
     r = SinglingOutRisk(train, disjoint, control=control, mode="univariate", n_attacks=200, seed=0).evaluate()
     assert r.value < 0.1 and r.ci[0] <= 0.02
 
 
+@pytest.mark.anonymeter
 def test_singling_out_multivariate_runs(parts):
     train, control, _ = parts
     r = SinglingOutRisk(train, train, control=control, mode="multivariate", n_attacks=50, max_attempts=5000,
@@ -39,18 +43,22 @@ def test_singling_out_multivariate_runs(parts):
     assert r.attack == "singling_out_multivariate" and r.value > 0.5 and r.ci[0] > 0.2  # a copy singles out
 
 
+@pytest.mark.anonymeter
 def test_linkability_copy_beats_disjoint(parts):
     train, control, disjoint = parts
     cols = ["age", "education", "occupation", "race", "sex", "hours-per-week", "native-country", "fnlwgt"]
     aux = (cols[:4], cols[4:])
-    hi = LinkabilityRisk(train[cols], train[cols], control=control[cols], aux_cols=aux, n_attacks=300, seed=0).evaluate()
-    lo = LinkabilityRisk(train[cols], disjoint[cols], control=control[cols], aux_cols=aux, n_attacks=300, seed=0).evaluate()
+    hi = LinkabilityRisk(train[cols], train[cols], control=control[cols], aux_cols=aux, n_attacks=300,
+                         seed=0).evaluate()
+    lo = LinkabilityRisk(train[cols], disjoint[cols], control=control[cols], aux_cols=aux, n_attacks=300,
+                         seed=0).evaluate()
     assert hi.value > lo.value + 0.2
     assert lo.ci[0] <= 0.02
     with pytest.raises(InputError, match="disjoint"):
         LinkabilityRisk(train, train, aux_cols=(["age"], ["age"]))
 
 
+@pytest.mark.anonymeter
 def test_nearest_neighbour_inference(parts):
     train, control, disjoint = parts
     hi = InferenceRisk(train, train, control=control, secret="income", n_attacks=300, seed=0).evaluate()

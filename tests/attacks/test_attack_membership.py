@@ -17,7 +17,8 @@ def split(adult):
     pool = test_full.sample(6000, random_state=2).reset_index(drop=True)
     members = train.sample(300, random_state=3).reset_index(drop=True)
     non_members, reference, disjoint = pool.iloc[:300], pool.iloc[300:2300], pool.iloc[2300:4300]
-    return train, members, non_members.reset_index(drop=True), reference.reset_index(drop=True), disjoint.reset_index(drop=True)
+    rest = (non_members, reference, disjoint)
+    return (train, members, *(p.reset_index(drop=True) for p in rest))
 
 
 @pytest.mark.parametrize("cls", [ClosestDistanceHamming, ClosestDistanceL2])

@@ -16,7 +16,8 @@ FAST = ["closest_distance_hamming", "closest_distance_l2", "density", "gan_leaks
 @pytest.fixture(scope="module")
 def data(adult):
     train_full, test_full = adult
-    return train_full.sample(1500, random_state=0).reset_index(drop=True), test_full.sample(1500, random_state=0).reset_index(drop=True)
+    return (train_full.sample(1500, random_state=0).reset_index(drop=True),
+            test_full.sample(1500, random_state=0).reset_index(drop=True))
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +26,7 @@ def copy_result(data):
     return assess_risk(train, train, control=control, attacks=FAST, n_targets=200, executor="sequential", seed=0)
 
 
+@pytest.mark.anonymeter
 def test_copy_release_is_flagged(copy_result):
     rr = copy_result
     assert {r.attack for r in rr.results} == set(FAST) and not rr.skipped
@@ -33,6 +35,7 @@ def test_copy_release_is_flagged(copy_result):
     assert rr.worst().value > 0.9 and rr.worst("membership").kind == "membership"
 
 
+@pytest.mark.anonymeter
 def test_table_is_tidy(copy_result):
     table = copy_result.table
     assert list(table.columns) == ["attack", "kind", "metric", "value", "ci_low", "ci_high", "n_targets"]
@@ -57,9 +60,11 @@ def test_html_section(copy_result):
     assert "<svg" in html and "closest_distance_hamming" in html and "Privacy gain" in html
 
 
+@pytest.mark.anonymeter
 def test_without_control_membership_is_skipped(data):
     train, _ = data
-    rr = assess_risk(train, train.sample(500, random_state=1), attacks=["closest_distance_l2", "singling_out_univariate"],
+    rr = assess_risk(train, train.sample(500, random_state=1),
+                     attacks=["closest_distance_l2", "singling_out_univariate"],
                      n_targets=100, executor="sequential")
     assert "closest_distance_l2" in rr.skipped and "control" in rr.skipped["closest_distance_l2"]
     assert [r.attack for r in rr.results] == ["singling_out_univariate"]
@@ -78,7 +83,7 @@ def test_argument_errors(data):
     assert "shadow_groundhog" not in DEFAULT_ATTACKS
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="every default attack on full Adult in worker processes: minutes")
 def test_default_attacks_in_parallel_on_adult(adult):
     train, test = adult
     rr = assess_risk(train, train.sample(len(train), replace=True, random_state=0), control=test, seed=0)

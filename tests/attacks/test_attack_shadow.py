@@ -18,7 +18,8 @@ def copy_generator(train: pd.DataFrame, seed: int, n: int | None = None) -> pd.D
     """The worst generator: releases its training rows (shuffled, repeated up to n)."""
     n = n or len(train)
     reps = -(-n // len(train))
-    return pd.concat([train.sample(frac=1.0, random_state=seed + i) for i in range(reps)]).iloc[:n].reset_index(drop=True)
+    shuffled = pd.concat([train.sample(frac=1.0, random_state=seed + i) for i in range(reps)])
+    return shuffled.iloc[:n].reset_index(drop=True)
 
 
 def test_feature_sets_shapes_and_values():

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from dp_accounting import dp_event
 
 from dpsynth.data.discovery import OTHER, calibrate_metadata_sigma, resolve_schema
 from dpsynth.privacy.accounting import epsilon_of
 from dpsynth.privacy.ledger import PrivacyLedger
-from dp_accounting import dp_event
 
 
 def _ledger(eps=1.0, delta=1e-5):
@@ -83,7 +83,8 @@ def test_a_two_valued_text_column_stays_binary():
 
 def test_every_query_is_recorded_with_its_sigma():
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({"x": rng.normal(50, 10, 20_000), "c": rng.choice(["u", "v"], 20_000), "k": np.arange(20_000) % 5})
+    df = pd.DataFrame({"x": rng.normal(50, 10, 20_000), "c": rng.choice(["u", "v"], 20_000),
+                       "k": np.arange(20_000) % 5})
     ledger = _ledger()
     resolve_schema(df, None, ledger=ledger, share=0.2, rng=rng)
     mechanisms = [e.mechanism for e in ledger.entries]
@@ -164,13 +165,13 @@ def test_a_spurious_far_decade_does_not_set_a_bound():
     far = adjacent = 0
     for _ in range(5000):
         noisy = true + rng.normal(0, sigma, true.shape)
-        kept = discovery._floored(noisy, sigma, zero_kept=False, integral=True)
-        lower, upper = discovery._dp_bounds(kept, 0.0, edges)
+        kept = discovery.floored_counts(noisy, sigma, zero_kept=False, integral=True)
+        lower, upper = discovery.dp_bounds(kept, 0.0, edges)
         far += upper > 100 or lower < 0.1  # [0.1, 1) may be added (towards zero at 2 sigma)
         adjacent += upper == 100  # noise clearing the strict floor right next to the bulk: ~1/28 of 1%
     assert far == 0 and adjacent <= 5
     # without the run rule the same noise gives far bounds: the test has power
-    spurious = sum(bool((rng.normal(0, sigma, true.shape) >= discovery._floor(sigma, np.append(true, 0))).any())
+    spurious = sum(bool((rng.normal(0, sigma, true.shape) >= discovery.noise_floor(sigma, np.append(true, 0))).any())
                    for _ in range(5000))
     assert spurious > 10
 

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-import warnings
-
 import datetime
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -153,9 +152,8 @@ def test_contract_check_catches_a_wrong_dtype(column, wrong):
 
 
 def test_marginals_keep_extension_dtypes_through_the_contract(tmp_path):
-    from dpsynth.models.checks import check_synthesizer
-
     from dpsynth.models import get_model_class
+    from dpsynth.models.checks import check_synthesizer
 
     rng = np.random.default_rng(0)
     n = 300

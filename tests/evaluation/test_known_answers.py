@@ -123,7 +123,8 @@ def test_dimwise_probability_hand_computed():
 def _xy_schema():
     from dpsynth.data.schema import Column, Schema
 
-    return Schema(columns=(Column("x", "continuous", lower=-10, upper=10), Column("y", "continuous", lower=-10, upper=10)))
+    return Schema(columns=(Column("x", "continuous", lower=-10, upper=10),
+                           Column("y", "continuous", lower=-10, upper=10)))
 
 
 def test_pca_tvd_hand_computed():

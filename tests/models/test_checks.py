@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import dpsynth
-from dpsynth import DPAutoGAN, DPTLDM, Marginals, PrivacyBudget
+from dpsynth import DPTLDM, DPAutoGAN, Marginals, PrivacyBudget
 from dpsynth.errors import InputError, NotFittedError
 from dpsynth.models.checks import check_synthesizer
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dpsynth.models.checks import check_non_private, check_synthesizer
 from dpsynth.models import available_models, get_model_class
+from dpsynth.models.checks import check_non_private, check_synthesizer
 
 
 @pytest.mark.parametrize("name", available_models())

@@ -10,12 +10,12 @@ import math
 
 import pandas as pd
 import pytest
-
 from _canary import run_audit
-from dpsynth.models.checks import check_non_private, check_synthesizer
+
 from dpsynth.errors import InputError
 from dpsynth.models import get_model_class
 from dpsynth.models.base import read_model_file
+from dpsynth.models.checks import check_non_private, check_synthesizer
 from dpsynth.models.dp_tldm import DPTLDM
 from dpsynth.privacy import dpsgd as dpsgd_module
 
@@ -118,7 +118,8 @@ def test_save_load_identical_samples_and_no_encoder(fitted, tmp_path):
     assert not model.sample(50, seed=3).equals(model.sample(50, seed=4))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the whole contract again, with batch clipping: about a minute")
+@pytest.mark.ci
 def test_contract_batch_clipping(small, adult_schema, tmp_path):
     check_synthesizer(DPTLDM, small, adult_schema, tmp_path, params={**FAST, "clipping": "batch"})
 
@@ -129,7 +130,7 @@ def test_non_private_mode(small, adult_schema):
     assert {"vae", "diffusion"} <= set(model.ledger_.phases())
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="an ablation of the default model; its own fit")
 def test_prior_sampler_gives_the_whole_budget_to_the_vae(small, adult_schema):
     model = DPTLDM(**FAST, latent_sampler="prior").fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
     assert list(model.ledger_.phases()) == ["metadata", "vae"] and model.ledger_.epsilon() <= 1.0
@@ -184,16 +185,17 @@ def test_black_box_canary_audit(adult_schema, adult, match_marginals):
 def test_black_box_canary_audit_has_power(adult_schema, adult, match_marginals):
     """The same audit (canaries, score, guesses) on the non-private mode: it must reject the DP run's epsilon = 1,
     so the DP assertion above is one that can fail. In this mode the marginal map's category weights are fitted to
-    the exact counts, and without the map the network itself has learnt the included countries. Measured: 15/15 correct, eps_LB 1.51 (the largest
-    15 guesses can give) with and without the marginal map, against 0.0 at epsilon = 1; in 20,000 synthetic rows the
-    15th guessed canary's country appears 23 / 21 times (with / without the map), an excluded one's at most 5 / 1."""
+    the exact counts, and without the map the network itself has learnt the included countries. Measured: 15/15
+    correct, eps_LB 1.51 (the largest 15 guesses can give) with and without the marginal map, against 0.0 at
+    epsilon = 1; in 20,000 synthetic rows the 15th guessed canary's country appears 23 / 21 times (with / without
+    the map), an excluded one's at most 5 / 1."""
     result, model, _, _ = _canary_audit(adult, adult_schema, math.inf, match_marginals)
     assert math.isinf(model.ledger_.epsilon())
     assert result.correct == result.guesses == 15
     assert result.eps_lower_bound > 1.0
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="full Adult at the default settings: minutes; benchmarks/adult_quality.py measures it")
 def test_adult_quality_at_epsilon_one(adult):
     """Defaults on the full Adult train split at epsilon = 1 (minutes): XGBoost on synthetic, tested on adult.test."""
     import sys

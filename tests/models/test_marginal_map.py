@@ -23,7 +23,8 @@ def test_continuous_column_follows_the_histogram_and_keeps_ranks():
     edges = np.linspace(0, 10, 11)
     counts = np.zeros(10)
     counts[6:8] = 500
-    meta = _meta({"x": NumericHistogram(edges, counts), "y": NumericHistogram(np.array([-50.0, 50.0]), np.array([0.0]))})
+    meta = _meta({"x": NumericHistogram(edges, counts),
+                  "y": NumericHistogram(np.array([-50.0, 50.0]), np.array([0.0]))})
     x = rng.normal(2, 1, 20_000)
     ref = pd.DataFrame({"x": x, "y": 3 * x + rng.normal(0, 0.1, x.size)})
     mmap = MarginalMap.fit(ref, schema, meta)

@@ -37,7 +37,8 @@ def test_calibrate_noise_never_overshoots_rdp(target, q, steps):
     assert epsilon(sample_rate=q, noise_multiplier=lower, steps=steps, delta=DELTA, accountant="rdp") > target
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="PLD evaluations at several (q, steps): about a minute")
+@pytest.mark.ci
 @settings(max_examples=4, deadline=None, derandomize=True)
 @given(target=st.floats(0.5, 4.0), q=st.floats(0.005, 0.05), steps=st.integers(10, 500))
 def test_calibrate_noise_never_overshoots_pld(target, q, steps):

@@ -11,14 +11,16 @@ from scipy import stats
 
 from dpsynth.errors import PrivacyError
 from dpsynth.privacy import GradientSanitizer, PrivacyLedger
+from dpsynth.privacy.sanitizer import SanitizerConfig
 
 DELTA = 1e-5
 
 
 def _san(n_shards=4, batch=64, sigma=2.0, c=0.5, steps=10, target=50.0):
     ledger = PrivacyLedger(target_epsilon=target, target_delta=DELTA, accountant="rdp")
-    san = GradientSanitizer(max_grad_norm=c, noise_multiplier=sigma, batch_size=batch, ledger=ledger, phase="g",
-                            max_steps=steps, generator=torch.Generator().manual_seed(0), n_shards=n_shards)
+    config = SanitizerConfig(max_grad_norm=c, noise_multiplier=sigma, batch_size=batch, n_shards=n_shards)
+    san = GradientSanitizer(config, ledger=ledger, phase="g", max_steps=steps,
+                            generator=torch.Generator().manual_seed(0))
     return san, ledger
 
 
@@ -80,10 +82,19 @@ def test_clipping_bound_without_noise():
 
 
 def test_privacy_settings_are_read_only_once_charged():
+    import dataclasses
+
+    from dpsynth.errors import InputError
+
     san, ledger = _san(sigma=2.0, c=0.5)
     for name, value in (("noise_multiplier", 1e-12), ("max_grad_norm", 10.0), ("batch_size", 1), ("n_shards", 100)):
         with pytest.raises(AttributeError):
             setattr(san, name, value)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(san.config, name, value)
+    for bad in ({"max_grad_norm": 0.0}, {"noise_multiplier": math.inf}, {"batch_size": True}, {"n_shards": 0}):
+        with pytest.raises(InputError, match=next(iter(bad))):
+            SanitizerConfig(**{"max_grad_norm": 1.0, "noise_multiplier": 1.0, "batch_size": 8, **bad})
     assert san.noise_multiplier == 2.0 and san.noise_std == 2.0
     assert ledger.entries[0].params["noise_multiplier"] == 2.0
 

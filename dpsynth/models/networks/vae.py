@@ -2,8 +2,8 @@
 
 The input is a row encoded by a table transformer as a float vector whose ``spans`` are either
 ``"tanh"`` (a scaled number, modelled by a Gaussian head: mean ``tanh(out)``, one learned log-sigma per
-dimension), ``"linear"`` (a standardised number: Gaussian head with mean ``out``) or ``"softmax"`` (a one-hot block, modelled by a categorical head: logits). ``forward(x, noise)``
-returns the per-row negative ELBO
+dimension), ``"linear"`` (a standardised number: Gaussian head with mean ``out``) or ``"softmax"`` (a one-hot block,
+modelled by a categorical head: logits). ``forward(x, noise)`` returns the per-row negative ELBO
 
     -E_q[log p(x | z)] + beta * KL(q(z | x) || N(0, I)),
 
@@ -25,7 +25,8 @@ __all__ = ["mlp", "TabularVAE"]
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-def mlp(sizes: Sequence[int], *, activation: type[nn.Module] = nn.SiLU, final_activation: bool = False) -> nn.Sequential:
+def mlp(sizes: Sequence[int], *, activation: type[nn.Module] = nn.SiLU,
+        final_activation: bool = False) -> nn.Sequential:
     """Fully connected layers ``sizes[0] -> ... -> sizes[-1]`` (no normalisation layers: they mix rows)."""
     layers: list[nn.Module] = []
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
