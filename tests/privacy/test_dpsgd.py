@@ -106,12 +106,13 @@ def test_step_without_charged_batch_refused():
 # ------------------------------------------------------------------ ledger
 def test_every_batch_is_charged_before_it_is_yielded():
     engine, ledger = _engine(_linear(), _cfg(1.0, 1.0, 0.1), steps=6)
-    entry = ledger.entries[0]
+    first = ledger.entries[0]
     for k, idx in enumerate(engine.batches(), start=1):
-        assert entry.count == k
+        assert ledger.entries[0].count == k
         engine.step(_zero_loss, (torch.zeros(len(idx), 400),))
-    assert engine.steps_taken == 6 and entry.count == 6
-    assert entry.event == dp_event.PoissonSampledDpEvent(0.1, dp_event.GaussianDpEvent(1.0))
+    assert engine.steps_taken == 6 and ledger.entries[0].count == 6
+    assert first.count == 0  # entries are immutable: the ledger replaced it, the one handed out never changed
+    assert ledger.entries[0].event == dp_event.PoissonSampledDpEvent(0.1, dp_event.GaussianDpEvent(1.0))
 
 
 def test_training_stops_before_target():
