@@ -58,9 +58,9 @@ from dpsynth.attacks._canaries import (
     tag_scores,
 )
 from dpsynth.attacks._encoding import TableEncoder
-from dpsynth.attacks.executor import get_executor
 from dpsynth.attacks.shadow import ModelFactory, call_generator
 from dpsynth.errors import InputError
+from dpsynth.executor import get_executor
 
 __all__ = ["ATTACKS", "MODES", "SCORES", "ModelAudit", "audit_model", "audit_schema", "craft_canary",
            "max_achievable_eps_lb", "novelty_rules", "parse_model_spec"]

@@ -38,8 +38,8 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.attacks.base import Estimate, Result
-from dpsynth.attacks.executor import get_executor
 from dpsynth.errors import InputError
+from dpsynth.executor import get_executor
 
 __all__ = ["ALL_ATTACKS", "DEFAULT_ATTACKS", "MEMBERSHIP_ATTACKS", "RiskResult", "assess_risk"]
 

@@ -30,9 +30,9 @@ import pandas as pd
 
 from dpsynth.attacks._encoding import TableEncoder
 from dpsynth.attacks.base import Attack, Result, membership_result
-from dpsynth.attacks.executor import get_executor
 from dpsynth.attacks.features import FEATURE_SETS, FeatureDomain, extract
 from dpsynth.errors import InputError
+from dpsynth.executor import get_executor
 
 __all__ = ["GroundhogAttack", "ModelFactory", "ShadowConfig", "call_generator", "select_targets"]
 

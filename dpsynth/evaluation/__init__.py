@@ -13,8 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# Imported on first use: the CLI imports dpsynth.evaluation.command to register its sub-commands, and ``--help`` or
-# ``info`` must not pay for pandas and scikit-learn.
+# Imported on first use: ``import dpsynth.evaluation`` stays light, so that ``--help`` or ``info`` never pay for pandas
+# and scikit-learn.
 _WHERE = {
     "GROUPS": "core", "Limits": "core", "evaluate": "core",
     "degree_distribution": "graph", "degree_l1_error": "graph", "edge_ratio": "graph", "evaluate_graph": "graph",

@@ -1,4 +1,4 @@
-"""Run independent model fits in worker processes (performance only: results do not depend on n_jobs)."""
+"""Run independent model fits through an executor (performance only: results never depend on it)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,22 @@ from typing import Any
 __all__ = ["run_tasks"]
 
 
-def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int) -> list[Any]:
-    """``[fn(*t) for t in tasks]``, spread over ``n_jobs`` processes when ``n_jobs > 1``.
+class _Star:
+    """``fn(*args)`` as a one-argument job (picklable, unlike a lambda, so it reaches worker processes)."""
 
-    Each fit runs single-threaded: with OpenMP models (XGBoost) on a shared 2-core machine, one thread per
-    process is several times faster than two threads per fit (spin-waiting under contention).
-    """
-    if n_jobs <= 1 or len(tasks) <= 1:
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+
+    def __call__(self, args: tuple) -> Any:
+        return self.fn(*args)
+
+
+def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], executor: Any = 2) -> list[Any]:
+    """``[fn(*t) for t in tasks]`` through :func:`dpsynth.executor.get_executor` (``executor``: a worker count,
+    ``"local"``, ``"sequential"`` or an object with ``.map``). Each worker runs one thread: with OpenMP models
+    (XGBoost) on a shared 2-core machine, one thread per process is several times faster than two per fit."""
+    from dpsynth.executor import get_executor
+
+    if len(tasks) <= 1:
         return [fn(*t) for t in tasks]
-    import os
-
-    from joblib import Parallel, delayed
-
-    from dpsynth._workers import run_in_worker  # workers exit if this process is killed
-
-    parent = os.getpid()
-    return Parallel(n_jobs=min(n_jobs, len(tasks)), backend="loky")(
-        delayed(run_in_worker)(parent, fn, *t) for t in tasks)
+    return get_executor(executor).map(_Star(fn), list(tasks))

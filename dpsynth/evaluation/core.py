@@ -62,7 +62,7 @@ class Context:
     target: str | None
     seeds: tuple[int, ...]
     limits: Limits
-    n_jobs: int = 2
+    executor: Any = 2  # how model fits run (dpsynth.executor.get_executor); performance only
     models: tuple[str, ...] = ("dt", "rf", "lr", "mlp", "xgb")
     _cache: dict[str, Any] = field(default_factory=dict)
 
@@ -131,8 +131,9 @@ def evaluate(
     metrics: str | Sequence[str] = "all",
     seeds: Sequence[int] = (0, 1, 2),
     limits: Limits | None = None,
-    n_jobs: int = 2,
+    executor: Any = None,
     progress: bool = False,
+    n_jobs: int | None = None,
 ) -> EvaluationResult:
     """Score ``synthetic`` against ``real_train`` (and ``real_test``) with every metric of the seeds.
 
@@ -147,7 +148,9 @@ def evaluate(
         metrics: ``"all"`` or a list of groups from :data:`GROUPS`.
         seeds: model seeds for ML efficacy (spread = std over them); the first seeds every subsample.
         limits: row caps for the expensive parts (:class:`Limits`); performance only.
-        n_jobs: worker processes for the model fits (each fit is single-threaded); performance only.
+        executor: how the model fits run: a worker count, ``"local"`` (2 worker processes, the default),
+            ``"sequential"`` or any object with ``.map`` (:mod:`dpsynth.executor`, as the attacks take it); each
+            fit is single-threaded; performance only. ``n_jobs=k`` is the same as ``executor=k``.
         progress: a progress bar over the metric groups (stderr) and one line per group at INFO level
             (``logging`` logger ``dpsynth.evaluation``).
 
@@ -168,7 +171,7 @@ def evaluate(
     ctx = Context(real=real, synthetic=synthetic[columns].reset_index(drop=True),
                   real_test=None if real_test is None else real_test[columns].reset_index(drop=True),
                   kinds=infer_kinds(real, schema), target=target, seeds=seeds, limits=limits or Limits(),
-                  n_jobs=max(1, int(n_jobs)))
+                  executor=_executor(executor, n_jobs))
     rows: list[Row] = []
     figures: dict[str, Any] = {}
     timings: dict[str, float] = {}
@@ -189,3 +192,13 @@ def evaluate(
             "n_real_test": None if real_test is None else len(real_test),
             "limits": ctx.limits.__dict__, "seconds": timings}
     return EvaluationResult.from_rows(rows, figures, info)
+
+
+def _executor(executor: Any, n_jobs: int | None) -> Any:
+    from dpsynth.executor import get_executor
+
+    if n_jobs is not None:
+        if executor is not None:
+            raise InputError("give executor= or n_jobs=, not both.")
+        executor = max(1, int(n_jobs))
+    return get_executor(executor)

@@ -89,7 +89,7 @@ def run(ctx) -> tuple[list[Row], dict]:
                 tasks.append(None)
                 continue
             tasks.append((kind, X[src], y[src], X["test"], y["test"], ctx.seeds[0], center, scale))
-    results = run_tasks(_predict, [t for t in tasks if t is not None], ctx.n_jobs)
+    results = run_tasks(_predict, [t for t in tasks if t is not None], ctx.executor)
     it = iter(results)
     out = {key: (next(it) if t is not None else {"r2": (np.nan, "no non-missing values to train or test on")})
            for key, t in zip(plan, tasks)}

@@ -39,6 +39,8 @@ column sampling; the score is deterministic given the seed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
@@ -88,7 +90,7 @@ def _fold_proba(X: np.ndarray, y: np.ndarray, groups: np.ndarray, X_test: np.nda
 
 
 def discriminability_many(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], *, seed: int,
-                          n_jobs: int) -> list[float]:
+                          executor: Any = "sequential") -> list[float]:
     """:func:`discriminability` of several (real_x, synth_x, groups) pairs, all folds run as one batch."""
     tasks, where = [], []
     for k, (real_x, synth_x, groups) in enumerate(pairs):
@@ -100,7 +102,7 @@ def discriminability_many(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
         for tr, te in GroupKFold(n_splits=n_splits).split(X, y, groups):
             tasks.append((X[tr], y[tr], groups[tr], X[te], seed))
             where.append((k, te))
-    results = run_tasks(_fold_proba, tasks, n_jobs)
+    results = run_tasks(_fold_proba, tasks, executor)
     probas = [np.full(len(r) + len(s), 0.5) for r, s, _ in pairs]
     for (k, te), p in zip(where, results):
         probas[k][te] = p
@@ -108,10 +110,10 @@ def discriminability_many(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 def discriminability(real_x: np.ndarray, synth_x: np.ndarray, groups: np.ndarray, *, seed: int,
-                     n_jobs: int = 1) -> float:
+                     executor: Any = "sequential") -> float:
     """The score of the module docstring for encoded real and synthetic rows; ``groups`` labels row content
     (rows with equal labels are kept in one fold)."""
-    return discriminability_many([(real_x, synth_x, groups)], seed=seed, n_jobs=n_jobs)[0]
+    return discriminability_many([(real_x, synth_x, groups)], seed=seed, executor=executor)[0]
 
 
 def _groups(ctx, a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
@@ -129,7 +131,7 @@ def rows(ctx) -> list[Row]:
         perm = ctx.rng(53).permutation(len(ctx.real))
         half_a, half_b = ctx.real.iloc[perm[:m]], ctx.real.iloc[perm[m:2 * m]]
         pairs.append((enc.transform(half_a), enc.transform(half_b), _groups(ctx, half_a, half_b)))
-    scores = discriminability_many(pairs, seed=ctx.seeds[0], n_jobs=ctx.n_jobs)
+    scores = discriminability_many(pairs, seed=ctx.seeds[0], executor=ctx.executor)
     subsample = "" if n == len(ctx.real) == len(ctx.synthetic) else " (balanced subsample)"
     floor = f"; real-vs-real noise floor at {m} rows: {scores[1]:.1f}" if m >= 10 else ""
     out = [row("quality.discriminability", "(all)", scores[0], note=f"{n} rows per table{subsample}{floor}")]

@@ -199,7 +199,7 @@ def run(ctx) -> tuple[list[Row], dict]:
     data, test, note = _training_data(ctx, target, task)
     plan = [(name, seed, src) for name in ctx.models
             for seed in (ctx.seeds[:1] if name in DETERMINISTIC else ctx.seeds) for src in data]
-    results = run_tasks(_task, [(name, task, seed, *data[src], *test) for name, seed, src in plan], ctx.n_jobs)
+    results = run_tasks(_task, [(name, task, seed, *data[src], *test) for name, seed, src in plan], ctx.executor)
     by_key = dict(zip(plan, results))
     rows: list[Row] = []
     fig: dict[str, dict[str, list]] = {}

@@ -182,7 +182,7 @@ def _utility(ctx) -> list[Row]:
             for src, X, y, folds in (("real", xr, yr, fr), ("synthetic", xs, ys, fs)):
                 plan.append((col, src))
                 tasks.append((task, X[folds != k][:, keep], y[folds != k], xr[test][:, keep], yr[test], ctx.seeds[0]))
-    results = run_tasks(_fold_score, tasks, ctx.n_jobs)
+    results = run_tasks(_fold_score, tasks, ctx.executor)
     rows, ratios, caveats = [], {}, {}
     for col in ctx.kinds:
         scores = {src: [v for (c, s), v in zip(plan, results) if c == col and s == src]

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from dpsynth.attacks import command
+from dpsynth.cli import attack as command
 
 
 def _run(argv):

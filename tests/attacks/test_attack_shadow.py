@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.attacks.executor import LocalExecutor, SequentialExecutor, get_executor
 from dpsynth.attacks.features import FeatureDomain, correlation_features, extract, histogram_features, naive_features
 from dpsynth.attacks.shadow import GroundhogAttack, ModelFactory, ShadowConfig, call_generator
 from dpsynth.errors import InputError
+from dpsynth.executor import LocalExecutor, SequentialExecutor, get_executor
 
 
 def copy_generator(train: pd.DataFrame, seed: int, n: int | None = None) -> pd.DataFrame:

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 import dpsynth
+from dpsynth.cli import evaluate as command
 from dpsynth.cli import main
 from dpsynth.errors import InputError
-from dpsynth.evaluation import command
 
 
 @pytest.fixture()
@@ -150,7 +150,7 @@ def test_risk_option_user_errors(files, tmp_path, capsys):
 
 
 def test_attack_report_is_the_evaluation_page_with_only_the_risk_section(tmp_path):
-    from dpsynth.attacks.command import write_risk_report
+    from dpsynth.cli.attack import write_risk_report
     from dpsynth.evaluation import build_report
     from dpsynth.evaluation.risk_section import load_risk
 

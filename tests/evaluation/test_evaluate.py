@@ -155,7 +155,7 @@ def _context(real, synth, test, target, models, seeds=(0,)):
     from dpsynth.evaluation.core import Context
 
     return Context(real=real, synthetic=synth, real_test=test, kinds=infer_kinds(real), target=target,
-                   seeds=seeds, limits=Limits(), n_jobs=1, models=models)
+                   seeds=seeds, limits=Limits(), executor="sequential", models=models)
 
 
 def test_mlp_and_ridge_learn_a_target_of_size_1e6():

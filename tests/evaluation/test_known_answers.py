@@ -258,8 +258,8 @@ def test_discriminability_identical_is_exactly_perfect():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(200, 3)).astype(np.float32)
     groups = np.r_[np.arange(200), np.arange(200)]  # row i of each table is the same row
-    assert quality.discriminability(x, x.copy(), groups, seed=0, n_jobs=1) == 100.0
-    far = quality.discriminability(x, x + 10, np.arange(400), seed=0, n_jobs=1)
+    assert quality.discriminability(x, x.copy(), groups, seed=0, executor="sequential") == 100.0
+    far = quality.discriminability(x, x + 10, np.arange(400), seed=0, executor="sequential")
     assert far < 10.0
 
 

@@ -101,7 +101,7 @@ WORKERS = textwrap.dedent("""
         return x
 
     if sys.argv[1] == "executor":
-        from dpsynth.attacks.executor import LocalExecutor
+        from dpsynth.executor import LocalExecutor
         LocalExecutor(2).map(slow, [1, 2])
     else:
         from dpsynth.evaluation._parallel import run_tasks

@@ -1,4 +1,5 @@
-"""CLI subcommands ``dpsynth evaluate`` and ``dpsynth report`` (wired into :mod:`dpsynth.cli` by the lead).
+"""CLI subcommands ``dpsynth evaluate`` and ``dpsynth report`` (registered by :mod:`dpsynth.cli.main`), and the
+demo's evaluation + risk report.
 
 ``dpsynth evaluate --real DATA --synthetic FILE [--test DATA] [--target COL] [--schema FILE] [--model FILE]
 --json out.json [--report out.html] [--risk risk.json]``: DATA is a bundled dataset name (``adult`` brings its
@@ -147,7 +148,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     ledger = load_ledger(args.model)  # read before the long evaluation so a bad file fails fast
     metrics = "all" if args.metrics == "all" else [m.strip() for m in args.metrics.split(",") if m.strip()]
     result = evaluate(real, synthetic, real_test=test, schema=schema, target=target, metrics=metrics,
-                      seeds=_int_list(args.seeds, "--seeds"), n_jobs=args.jobs, progress=not args.quiet)
+                      seeds=_int_list(args.seeds, "--seeds"), executor=args.jobs, progress=not args.quiet)
     atomic_write_text(args.json, result.to_json())
     for line in headline(result):
         print(line)

@@ -87,7 +87,7 @@ def add_parsers(subparsers) -> None:
 
 
 def _executor(args):
-    from dpsynth.attacks.executor import LocalExecutor, SequentialExecutor
+    from dpsynth.executor import LocalExecutor, SequentialExecutor
 
     if args.sequential or args.workers <= 1:
         return SequentialExecutor()

@@ -23,7 +23,7 @@ from dpsynth.errors import DPSynthError, InputError
 __all__ = ["main", "build_parser"]
 
 # Subcommands contributed by other packages: module -> names of its add_parsers / run functions
-_PLUGINS = ("dpsynth.evaluation.command", "dpsynth.attacks.command")
+_PLUGINS = ("dpsynth.cli.evaluate", "dpsynth.cli.attack")
 DEMO_MODEL = "dp-tldm"
 _EXIT_USER_ERROR = 2
 _EXIT_BROKEN_PIPE = 141
@@ -426,7 +426,7 @@ def _cmd_demo(args) -> int:
     atomic_write_text(out / "ledger.json", json.dumps(model.ledger_.to_dict(), indent=2) + "\n")
     print(model.ledger_)
     try:
-        from dpsynth.evaluation.command import demo_report
+        from dpsynth.cli.evaluate import demo_report
     except ImportError:
         print("dpsynth demo: evaluation is not installed (pip install 'dpsynth[eval]'); skipping the report",
               file=sys.stderr)
@@ -443,6 +443,3 @@ def _cmd_demo(args) -> int:
               file=sys.stderr)
     return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,4 +1,5 @@
-"""Pluggable executors for embarrassingly parallel jobs (shadow-model fits, audit fits).
+"""Pluggable executors for embarrassingly parallel jobs: the one parallel-execution API of dpsynth (``executor=``
+of :func:`dpsynth.evaluate`, :func:`dpsynth.assess_risk`, the shadow attack and the audits).
 
 An executor is any object with ``map(fn, items, *, desc="", progress=False) -> list`` that returns
 ``[fn(x) for x in items]`` in order. Two are built in: :class:`LocalExecutor` (worker processes through
@@ -73,7 +74,7 @@ def _indexed(fn: Callable[[Any], Any], i: int, x: Any, parent: int) -> tuple[int
 
 
 class LocalExecutor:
-    """Worker processes on this machine (joblib's loky backend, the one :func:`dpsynth.evaluate` uses).
+    """Worker processes on this machine (joblib's loky backend).
 
     loky starts fresh interpreters (safe with torch's threads) and, unlike multiprocessing's 'spawn', does not
     re-run the calling script in each worker: a script without an ``if __name__ == "__main__":`` guard works

@@ -1,0 +1,53 @@
+"""The import graph has layers and no cycle: privacy <- data <- models <- attacks <- evaluation <- cli (evaluation
+renders attack results; attacks never import evaluation; no library package imports the command line). Read from
+the source (every ``import`` statement, at any depth), so a lazy import inside a function counts too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dpsynth"
+
+# package -> packages it must never import
+FORBIDDEN = {
+    "privacy": ("dpsynth.models", "dpsynth.data", "dpsynth.evaluation", "dpsynth.attacks", "dpsynth.cli"),
+    "data": ("dpsynth.models", "dpsynth.evaluation", "dpsynth.attacks", "dpsynth.cli"),
+    "models": ("dpsynth.evaluation", "dpsynth.attacks", "dpsynth.cli"),
+    "attacks": ("dpsynth.evaluation", "dpsynth.cli"),
+    "evaluation": ("dpsynth.cli",),
+}
+
+
+def _imports(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_no_package_imports_a_layer_above_it(package):
+    bad = []
+    for path in sorted((PACKAGE / package).rglob("*.py")):
+        for name in _imports(path):
+            if any(name == f or name.startswith(f + ".") for f in FORBIDDEN[package]):
+                bad.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_private_name_is_imported_across_modules():
+    """A name shared between modules is public (no leading underscore); tests may still reach into internals."""
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dpsynth"):
+                bad += [f"{path.relative_to(PACKAGE.parent)}: {node.module}.{a.name}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not bad, "\n".join(bad)
