@@ -242,6 +242,20 @@ def test_a_minority_category_survives_when_few_slots_cannot_add_much_noise():
     assert kept_minority >= 44  # 240 + N(0, 126) > 0 w.p. 0.97; the old 2-sd threshold kept it w.p. 0.47
 
 
+def test_a_threshold_never_makes_a_column_constant_when_its_dp_counts_are_not():
+    """Three classes of a 325-row table (206 / 63 / 56) measured with noise sd 97 read 378 / 116 / 101: below
+    2 sd, the two minorities would be erased and the model's column would be constant (DP-TLDM returned only
+    'USA' on the cars table). The clipped counts are kept instead; a column whose counts are one slot stays one."""
+    from dpsynth.models.marginal_map import category_target
+
+    target = category_target(np.array([101.16, 116.32, 377.90]), 97.46)
+    assert np.count_nonzero(target) == 3 and np.allclose(target, [101.16, 116.32, 377.90])
+    many = np.r_[5000.0, 150.0, -30.0, np.full(20, -5.0)]  # one clear slot, one below 2 sd, the rest noise
+    assert np.count_nonzero(category_target(many, 97.46)) == 2  # clipped: every positive count kept
+    single = np.r_[5000.0, np.full(20, -5.0)]
+    assert np.count_nonzero(category_target(single, 97.46)) == 1  # truly one value: nothing invented
+
+
 def test_knots_of_a_split_bin_a_point_mass_and_a_zero_width_bin():
     from dpsynth.models.marginal_map import _knots
 
