@@ -43,6 +43,24 @@ quarter of its earlier throughput in benchmarks/dpsgd_throughput.py), so read fi
     dp-tldm      inf  46 ± 5     0.72      0.849 ± 0.002  0.902 ± 0.003  0.897 ± 0.002  0.005 ± 0.000  0.033 ± 0.001
     dp-auto-gan  inf  44 ± 2     0.31      0.817 ± 0.005  0.862 ± 0.009  0.866 ± 0.020  0.020 ± 0.008  0.073 ± 0.017
 
+Same command on 2026-11-25, idle machine, before (commit 1841dec) and after the one-shape refactor of issue 17
+(DPPhase, data-following batch sizes, epochs instead of steps for DP-auto-GAN, one calibration routine)::
+
+    before       eps  fit_s  xgb_auc        lr_auc         tvd1           tvd2
+    dp-tldm      1    (busy) 0.862 ± 0.003  0.849 ± 0.005  0.019 ± 0.001  0.064 ± 0.001
+    dp-tldm      inf  (busy) 0.894 ± 0.001  0.893 ± 0.001  0.005 ± 0.001  0.033 ± 0.000
+    dp-auto-gan  1    (busy) 0.864 ± 0.015  0.854 ± 0.018  0.020 ± 0.001  0.072 ± 0.001
+    dp-auto-gan  inf  16     0.838 ± 0.017  0.839 ± 0.013  0.018 ± 0.005  0.077 ± 0.003
+    marginals    1    0.2    0.496 ± 0.062  0.533 ± 0.111  0.006 ± 0.001  0.075 ± 0.000
+    after
+    dp-tldm      1    78     0.860 ± 0.004  0.848 ± 0.006  0.019 ± 0.001  0.064 ± 0.002
+    dp-tldm      inf  32     0.890 ± 0.006  0.894 ± 0.003  0.005 ± 0.000  0.033 ± 0.000
+    dp-auto-gan  1    47     0.869 ± 0.009  0.855 ± 0.010  0.020 ± 0.001  0.071 ± 0.002
+    dp-auto-gan  inf  12     0.818 ± 0.056  0.820 ± 0.052  0.022 ± 0.011  0.083 ± 0.014
+    marginals    1    0.3    0.499 ± 0.063  0.533 ± 0.111  0.006 ± 0.001  0.075 ± 0.000
+
+("busy": the before run shared the cores with a test run, so its fit times are not comparable.)
+
 Critic loss of DP-auto-GAN at epsilon 1 (``--models dp-auto-gan --epsilon 1 --param critic_loss=wgan-gp``,
 same day, 3 seeds): the seed paper's Wasserstein critic with gradient penalty reached XGBoost AUC
 0.742 ± 0.111 (seeds: 0.862, 0.642, 0.722), LR AUC 0.720 ± 0.065, tvd1 0.073, tvd2 0.270 in 164 ± 15 s, against
