@@ -67,6 +67,9 @@ class Synthesizer(ABC):
     phases: ClassVar[tuple[str, ...]] = ()
     #: hyper-parameters small enough for the contract suite and smoke tests (seconds on Adult slices)
     fast_params: ClassVar[dict[str, Any]] = {}
+    #: old hyper-parameter name -> new name (None: a training-only setting that no longer exists), so that model
+    #: files written before a rename still load
+    renamed_params: ClassVar[dict[str, str | None]] = {}
 
     # ------------------------------------------------------------------ parameters
     @classmethod
@@ -305,6 +308,12 @@ class Synthesizer(ABC):
 
     @staticmethod
     def _from_header(model_cls, tensors, header) -> Synthesizer:
+        params = {}
+        for name, value in header["params"].items():  # files written before a rename keep loading
+            new = model_cls.renamed_params.get(name, name)
+            if new is not None:
+                params[new] = value
+        header = {**header, "params": params}
         unknown = set(header["params"]) - set(model_cls._param_names())
         if unknown:
             raise ModelFileError(f"unknown hyper-parameters {sorted(unknown)} for a '{model_cls.name}' model.")

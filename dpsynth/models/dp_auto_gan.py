@@ -93,6 +93,12 @@ class DPAutoGAN(Synthesizer):
     name = "dp-auto-gan"
     phases = ("metadata", "autoencoder", "gan")
     zero_allowed = ("gp_weight",)  # 0 is meaningful (see check_params)
+    # names before dpsynth 0.2's one vocabulary; the step counts became epochs (training only: sampling unaffected)
+    renamed_params = {"ae_hidden": "autoencoder_hidden", "ae_batch_size": "autoencoder_batch_size",
+                      "ae_lr": "autoencoder_learning_rate", "ae_max_grad_norm": "autoencoder_max_grad_norm",
+                      "ae_budget_share": "autoencoder_share", "critic_lr": "critic_learning_rate",
+                      "generator_lr": "generator_learning_rate", "critic_max_grad_norm": "gan_max_grad_norm",
+                      "ae_steps": None, "critic_steps": None}
     fast_params = {"autoencoder_epochs": 1.0, "autoencoder_batch_size": 32, "gan_epochs": 1.0, "gan_batch_size": 32,
                    "critic_iters": 3, "autoencoder_hidden": (32,), "latent_dim": 8, "noise_dim": 16,
                    "generator_hidden": (16,), "critic_hidden": (32,), "calibration_accountant": "rdp"}

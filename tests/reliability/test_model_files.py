@@ -126,3 +126,25 @@ def test_info_flags_a_ledger_over_its_target(saved, tmp_path, capsys):
     _rewrite(saved, path, header)
     assert main(["info", str(path), "--json"]) == 0
     assert any("exceeds the ledger's target" in f for f in json.loads(capsys.readouterr().out)["ledger_flags"])
+
+
+def test_a_dp_auto_gan_file_from_before_the_rename_still_loads(tmp_path):
+    """Files written with the old names (ae_steps, ae_budget_share, critic_lr, ...) and the old state key
+    ("training") load, sample the same rows, and report the new names."""
+    from dpsynth import DPAutoGAN
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"a": rng.normal(size=3000), "b": rng.choice(["x", "y"], 3000)})
+    model = DPAutoGAN(**DPAutoGAN.fast_params).fit(frame, epsilon=1.0, delta=1e-5, seed=0)
+    new = model.save(tmp_path / "new.dpsynth")
+    header = _header(new)
+    old_names = {v: k for k, v in DPAutoGAN.renamed_params.items() if v is not None}
+    header["params"] = {old_names.get(k, k): v for k, v in header["params"].items()
+                        if k not in ("autoencoder_epochs", "gan_epochs")}
+    header["params"].update(ae_steps=30, critic_steps=30)
+    header["state"]["training"] = header["state"].pop("budget")
+    _rewrite(new, tmp_path / "old.dpsynth", header)
+    old = load_model(tmp_path / "old.dpsynth")
+    assert "ae_budget_share" in header["params"] and old.autoencoder_share == model.autoencoder_share
+    assert old.critic_learning_rate == model.critic_learning_rate and "ae_steps" not in old.get_params()
+    pd.testing.assert_frame_equal(old.sample(50, seed=2), model.sample(50, seed=2))
