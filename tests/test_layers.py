@@ -51,3 +51,15 @@ def test_no_private_name_is_imported_across_modules():
                 bad += [f"{path.relative_to(PACKAGE.parent)}: {node.module}.{a.name}" for a in node.names
                         if a.name.startswith("_") and not a.name.startswith("__")]
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("package", ["dpsynth", "dpsynth.attacks", "dpsynth.privacy", "dpsynth.evaluation",
+                                     "dpsynth.models", "dpsynth.cli"])
+def test_every_public_name_resolves(package):
+    """Packages import their names on first use (a map of name -> module): every name in ``__all__`` must resolve,
+    so that moving a module cannot leave a dangling entry (``from dpsynth.attacks import LocalExecutor``)."""
+    import importlib
+
+    module = importlib.import_module(package)
+    missing = [name for name in module.__all__ if getattr(module, name, None) is None and name != "__version__"]
+    assert not missing, missing

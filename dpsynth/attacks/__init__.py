@@ -56,7 +56,8 @@ _WHERE = {
     "LinearRegressionAttributeAttack": "attribute", "NearestNeighbourAttributeAttack": "attribute",
     "SinglingOutRisk": "anonymeter_wrap", "LinkabilityRisk": "anonymeter_wrap", "InferenceRisk": "anonymeter_wrap",
     "audit_model": "audit", "ModelAudit": "audit",
-    "LocalExecutor": "executor", "SequentialExecutor": "executor", "get_executor": "executor",
+    # the executors live in dpsynth.executor (one parallel API for evaluation and attacks); re-exported here
+    "LocalExecutor": "dpsynth.executor", "SequentialExecutor": "dpsynth.executor", "get_executor": "dpsynth.executor",
     "wilson_interval": "stats", "clopper_pearson_interval": "stats", "privacy_gain": "stats",
     "relative_risk": "stats",
 }
@@ -64,7 +65,9 @@ _WHERE = {
 
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
-        value = getattr(importlib.import_module(f"dpsynth.attacks.{_WHERE[name]}"), name)
+        where = _WHERE[name]
+        module = where if where.startswith("dpsynth.") else f"dpsynth.attacks.{where}"
+        value = getattr(importlib.import_module(module), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'dpsynth.attacks' has no attribute {name!r}")

@@ -9,6 +9,7 @@ the bundled Adult table, or on ``data`` with ``schema``, and checks, raising :cl
 - budgets: bad epsilon or delta and a budget given twice are refused before anything is spent; ``fit`` returns
   the model; the ledger holds events of the model's declared ``phases`` only, a metadata phase, and a composed
   epsilon within the target; without a schema the metadata phase stays within ``metadata_share`` of it;
+  ``budget_`` has the one shape of :func:`dpsynth.models.phase.budget_summary` and agrees with the ledger;
 - no mutation of the input frame (values, dtypes, columns, index);
 - samples: the schema's columns, dtypes, bounds and categories; ``sample(0)``; the same seed gives the same rows
   and another seed other rows; a refit of the same instance with the same fit seed gives the same model;
@@ -73,6 +74,7 @@ def check_synthesizer(
     _expect(data.equals(before) and data.dtypes.equals(before.dtypes) and data.index.equals(before.index),
             "fit() changed the caller's frame")
     _check_ledger(fitted, epsilon, metadata_share if schema is None else None)
+    _check_budget(fitted)
 
     synth = fitted.sample(n, seed=7)
     check_sample_frame(synth, fitted.schema_, n)
@@ -197,6 +199,21 @@ def _check_ledger(model: Synthesizer, epsilon: float, metadata_share: float | No
                 f"= {metadata_share * epsilon:.4f}")
 
 
+def _check_budget(model: Synthesizer) -> None:
+    """``budget_`` has the one shape of :func:`dpsynth.models.phase.budget_summary` and agrees with the ledger."""
+    budget = getattr(model, "budget_", None)
+    keys = {"target_epsilon", "delta", "n_rows_dp", "metadata_epsilon", "epsilon_total", "phases"}
+    _expect(isinstance(budget, dict) and keys <= set(budget), f"budget_ must be a dict with {sorted(keys)}")
+    _expect(math.isclose(float(budget["epsilon_total"]), model.ledger_.epsilon(), rel_tol=1e-9),
+            "budget_['epsilon_total'] differs from the ledger's epsilon")
+    phases = budget["phases"]
+    _expect(bool(phases) and set(phases) <= set(model.phases) - {"metadata"},
+            f"budget_ phases {sorted(phases)} must be the model's declared training phases {model.phases}")
+    for name, entry in phases.items():
+        _expect(float(entry["epsilon_after"]) <= model.ledger_.target_epsilon * (1 + 1e-9),
+                f"budget_ phase {name} ends above the target")
+
+
 def _check_file(model: Synthesizer, cls: type[Synthesizer], synth: pd.DataFrame, n: int, tmp_dir: Path) -> None:
     from dpsynth.models import load_model
 
@@ -210,6 +227,7 @@ def _check_file(model: Synthesizer, cls: type[Synthesizer], synth: pd.DataFrame,
     _expect(_same_params(loaded.get_params(), model.get_params()), "a hyper-parameter did not survive the file")
     _expect(loaded.sample(n, seed=7).equals(synth), "the loaded model samples other rows for the same seed")
     _expect(math.isclose(loaded.ledger_.epsilon(), model.ledger_.epsilon()), "the loaded ledger differs")
+    _expect(loaded.budget_ == model.budget_, "budget_ did not survive the file")
     _expect(not any(p.suffix == ".tmp" for p in tmp_dir.iterdir()), "a temp file was left behind")
 
 

@@ -21,6 +21,7 @@ from dpsynth.data.discovery import histogram_categorical, histogram_numeric
 from dpsynth.data.metadata import CategoricalHistogram, NumericHistogram
 from dpsynth.models import register
 from dpsynth.models.base import Synthesizer
+from dpsynth.models.phase import budget_summary, json_number
 from dpsynth.privacy.mechanisms import calibrate_gaussian_queries
 
 __all__ = ["Marginals"]
@@ -38,6 +39,7 @@ class Marginals(Synthesizer):
 
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
         ledger = self.ledger_
+        spent = ledger.epsilon()
         sigma = calibrate_gaussian_queries(ledger, len(self.schema_))
         meta_sigma = _metadata_sigma(ledger)
         self.histograms_: dict[str, NumericHistogram | CategoricalHistogram] = {}
@@ -49,6 +51,10 @@ class Marginals(Synthesizer):
                 edges = old.edges  # public (or DP) edges: reusing them reads no private rows
                 new = histogram_numeric(frame[col.name], col, edges, _Phase(ledger), sigma, rng)
             self.histograms_[col.name] = _combine(old, new, meta_sigma, sigma) if self.reuse_metadata else new
+        settings = {"mechanism": "gaussian histograms", "queries": len(self.schema_), "noise_multiplier": sigma,
+                    "epsilon_after": json_number(ledger.epsilon())}
+        self.budget_ = budget_summary(ledger, n_dp=float(self.metadata_.n_rows), metadata_epsilon=spent,
+                                      phases=[("marginals", settings)], shares={"marginals": 1.0})
 
     def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
         out = {}
@@ -61,9 +67,10 @@ class Marginals(Synthesizer):
         return pd.DataFrame(out)
 
     def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        return {}, {"histograms": {k: v.to_dict() for k, v in self.histograms_.items()}}
+        return {}, {"histograms": {k: v.to_dict() for k, v in self.histograms_.items()}, "budget": self.budget_}
 
     def _set_state(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
+        self.budget_ = state.get("budget", {})  # files before 0.2 have none
         self.histograms_ = {}
         for k, v in state["histograms"].items():
             cls = NumericHistogram if v["type"] == "numeric" else CategoricalHistogram

@@ -45,7 +45,7 @@ from torch import nn
 from dpsynth.errors import InputError
 from dpsynth.privacy.ledger import PrivacyLedger
 
-__all__ = ["DPPhase", "PhasePlan", "budget_summary", "choose_batch_size", "SMALLEST_BATCH"]
+__all__ = ["DPPhase", "PhasePlan", "budget_summary", "choose_batch_size", "json_number", "SMALLEST_BATCH"]
 
 #: the smallest expected batch the sizing rule picks (below it per-step noise swamps any gradient)
 SMALLEST_BATCH = 16
@@ -75,7 +75,7 @@ class PhasePlan:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["target_epsilon"] = _num(self.target_epsilon)
+        out["target_epsilon"] = json_number(self.target_epsilon)
         return out
 
 
@@ -139,7 +139,7 @@ class DPPhase:
                 if after_step is not None:
                     after_step(self.steps_taken)
         module.eval()
-        self.extra["epsilon_after"] = _num(self.ledger.epsilon())
+        self.extra["epsilon_after"] = json_number(self.ledger.epsilon())
         return self.steps_taken
 
     def summary(self) -> dict[str, Any]:
@@ -147,19 +147,25 @@ class DPPhase:
         return {**self.plan.to_dict(), "steps_taken": self.steps_taken, **self.extra}
 
 
-def budget_summary(ledger: PrivacyLedger, *, n_dp: float, metadata_epsilon: float, phases: list[DPPhase],
+def budget_summary(ledger: PrivacyLedger, *, n_dp: float, metadata_epsilon: float,
+                   phases: list[DPPhase | tuple[str, dict[str, Any]]],
                    shares: dict[str, float] | None = None) -> dict[str, Any]:
     """``budget_``, one shape for every model: the targets, the DP row count, the metadata phase's epsilon, the
-    composed total, and per training phase its plan, steps taken, the composed epsilon after it and the budget
-    share it was given (``shares[name]``: the fraction of what was left after the phases before it)."""
+    composed total, and per phase after the metadata its settings (a :class:`DPPhase`'s plan and steps taken, or
+    a ``(name, settings)`` pair for a phase of other mechanisms, e.g. Gaussian histograms), the composed epsilon
+    after it and the budget share it was given (``shares[name]``: the fraction of what was left before it)."""
     shares = shares or {}
+    entries = {}
+    for p in phases:
+        name, settings = (p.name, p.summary()) if isinstance(p, DPPhase) else p
+        entries[name] = {**settings, "share": shares.get(name)}
     return {
-        "target_epsilon": _num(ledger.target_epsilon), "delta": float(ledger.target_delta), "n_rows_dp": float(n_dp),
-        "metadata_epsilon": _num(metadata_epsilon), "epsilon_total": _num(ledger.epsilon()),
-        "phases": {p.name: {**p.summary(), "share": shares.get(p.name)} for p in phases},
+        "target_epsilon": json_number(ledger.target_epsilon), "delta": float(ledger.target_delta),
+        "n_rows_dp": float(n_dp), "metadata_epsilon": json_number(metadata_epsilon),
+        "epsilon_total": json_number(ledger.epsilon()), "phases": entries,
     }
 
 
-def _num(x: float) -> float | str:
+def json_number(x: float) -> float | str:
     """JSON has no infinity: the non-private mode's epsilons are written as "inf"."""
     return "inf" if math.isinf(x) else float(x)
