@@ -123,7 +123,7 @@ def test_html_labels_intervals_with_their_level(data):
                      confidence=0.9)
     html = rr.to_html_section()
     assert "95%" not in html and "90% CI" in html
-    assert "tpr <small>(94.9% CI)</small>" in html  # per-rate level sqrt(0.9), so the advantage holds at 90%
+    assert "<th>tpr (94.9% CI)</th>" in html  # per-rate level sqrt(0.9), so the advantage holds at 90%
     back = RiskResult.from_dict(json.loads(rr.to_json()))
     assert back["closest_distance_l2"].metrics["tpr"].level == pytest.approx(0.9 ** 0.5)
     assert back["attribute_linear_regression"].metrics["privacy_gain"].ci is not None

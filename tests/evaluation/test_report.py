@@ -110,3 +110,20 @@ def test_browser_check_catches_a_script_error(report_path, tmp_path):
     bad.write_text(text.replace("</body>", "<script>throw new Error('boom');</script></body>"), encoding="utf-8")
     dom = _chromium(tmp_path, "--dump-dom", bad.resolve().as_uri())
     assert any("boom" in line for line in _console_lines(dom.stderr))
+
+
+def test_text_from_the_data_is_escaped_by_the_template_engine(tmp_path):
+    """Column names, categories and notes come from the private table: the renderer (Jinja2, autoescape) escapes
+    them everywhere they land — table cells, figure captions, the risk section — so no markup gets through."""
+    from dpsynth.evaluation.report import ledger_html, table_html
+    from dpsynth.html import render
+
+    evil = "<script>alert(1)</script>"
+    cell = table_html([{"metric": evil, "value": float("nan"), "note": evil}], ["metric", "value", "note"])
+    assert "<script>" not in cell and "&lt;script&gt;" in cell and ">undefined<" in cell
+    ledger = ledger_html({"epsilon": 1.0, "flags": [evil], "phases": {evil: 0.5}})
+    assert "<script>" not in ledger and ledger.count("&lt;script&gt;") == 2
+    page = build_report(None, ledger={"epsilon": 1.0}, extra_sections=[(evil, "<p>trusted fragment</p>")],
+                        title=evil)
+    assert "<script>alert" not in page and "<p>trusted fragment</p>" in page  # dpsynth's own fragments pass
+    assert render("table.html.j2", head=[evil], rows=[], cls="").count("&lt;script&gt;") == 1
