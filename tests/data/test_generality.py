@@ -64,13 +64,16 @@ def test_cli_fits_a_table_with_awkward_columns_and_names_them(tmp_path):
     path = tmp_path / "awkward.csv"
     _awkward_table(5000, seed=1).to_csv(path, index=False)
     out = tmp_path / "m.dpsynth"
+    # seeded: the test is about what the CLI prints, so it must not depend on one draw of the noise (unseeded, one
+    # CI run in many printed no exclusion line for all_missing; see the closing note of 2026-11-25)
     proc = subprocess.run([sys.executable, "-m", "dpsynth.cli", "fit", str(path), "--model", "marginals",
-                           "--epsilon", "1", "--out", str(out)], capture_output=True, text=True, timeout=300)
+                           "--epsilon", "1", "--seed", "1", "--out", str(out)], capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "DP discovery of 8 column(s)" in proc.stderr and "a category is released from about" in proc.stderr
     for name in ("all_missing", "sparse_number", "sparse_text", "id"):
-        assert f"Column '{name}' is excluded" in proc.stderr
+        assert f"Column '{name}' is excluded" in proc.stderr, proc.stderr
 
 
 def test_the_pre_flight_plan_is_what_the_fit_uses():
