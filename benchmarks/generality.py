@@ -172,7 +172,7 @@ def ml_score(train: pd.DataFrame, test: pd.DataFrame, target: str | None, task: 
 
 # ---------------------------------------------------------------------------------------------- runs
 def run_one(name: str, model_name: str, mode: str, epsilon: float, seed: int, folder: Path,
-            params: dict | None = None) -> dict:
+            params: dict | None = None, metadata_share: float = 0.1) -> dict:
     from dpsynth.data.inference import infer_schema
     from dpsynth.datasets import REGISTRY
     from dpsynth.errors import DPSynthError
@@ -191,10 +191,12 @@ def run_one(name: str, model_name: str, mode: str, epsilon: float, seed: int, fo
             known = set(cls._param_names())
             model = cls(**{k: v for k, v in (params or {}).items() if k in known})
             if mode == "none":
-                model.fit(text_train, epsilon=epsilon, delta=1e-5, seed=seed, dtypes="private")
+                model.fit(text_train, epsilon=epsilon, delta=1e-5, seed=seed, dtypes="private",
+                          metadata_share=metadata_share)
             else:
                 schema = infer_schema(typed_train, target=info.target, warn=False).reviewed()
-                model.fit(typed_train, epsilon=epsilon, delta=1e-5, schema=schema, seed=seed)
+                model.fit(typed_train, epsilon=epsilon, delta=1e-5, schema=schema, seed=seed,
+                          metadata_share=metadata_share)
             fit_s = time.perf_counter() - start
             synthetic = model.sample(seed=seed)
     except DPSynthError as exc:
@@ -232,6 +234,8 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--metadata-share", type=float, default=0.1,
+                        help="share of epsilon for the metadata phase (DP discovery, DP histograms)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="a model hyper-parameter (JSON value), given to every model that has it; repeatable")
     parser.add_argument("--out", help="also write the results as CSV")
@@ -260,7 +264,8 @@ def main() -> None:
             jobs = [("real", "-")] + [(m, s) for m in args.models.split(",") for s in args.schema.split(",")]
             for model_name, mode in jobs:
                 r = (run_real(name, args.seed, folder) if model_name == "real"
-                     else run_one(name, model_name, mode, args.epsilon, args.seed, folder, params))
+                     else run_one(name, model_name, mode, args.epsilon, args.seed, folder, params,
+                                     args.metadata_share))
                 rows.append(r)
                 if args.out:  # after every run: a crash or a kill loses nothing measured so far
                     pd.DataFrame(rows).to_csv(args.out, index=False)

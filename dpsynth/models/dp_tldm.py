@@ -30,7 +30,6 @@ Privacy guarantees:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -44,7 +43,7 @@ from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
 from dpsynth.models.marginal_map import CategoryWeights
 from dpsynth.models.networks.diffusion import Denoiser, ddim_sample, noise_schedule
 from dpsynth.models.networks.vae import TabularVAE
-from dpsynth.models.phase import DPPhase, budget_summary
+from dpsynth.models.phase import DPPhase, budget_summary, json_number
 from dpsynth.privacy.gdp import ledger_gdp_report
 
 __all__ = ["DPTLDM"]
@@ -290,12 +289,8 @@ def _diffusion_loss(model_fn, z0: torch.Tensor, t: torch.Tensor, ab_t: torch.Ten
     return ((model_fn(zt, t) - eps) ** 2).sum(-1)
 
 
-def _num(x: float) -> float | str:
-    return "inf" if math.isinf(x) else float(x)
-
-
 def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: (_num(v) if isinstance(v, float) else v) for k, v in d.items()}
+    return {k: (json_number(v) if isinstance(v, float) else v) for k, v in d.items()}
 
 
 def _gdp(ledger) -> dict[str, Any]:
