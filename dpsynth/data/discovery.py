@@ -10,11 +10,13 @@
   integer-valued numbers by decade, other numbers by decade, exact zeros, missing cells and text cells; the kind
   (numeric if the floored number mass exceeds the noisy text count, integer if no non-integer decade clears the
   floor, mixed as below), the bounds and the dtype (fixed per kind: Int64, float64, str) follow from it by
-  post-processing; every column is nullable. Query 2 is the shape histogram (numeric; text tokens are missing
-  values) or partition selection with the missing count (text). Two queries per column whatever the outcome, so
-  sigma is fixed before any answer: 2k + 1 Gaussian queries for k columns.
+  post-processing; every column is nullable. A text column then gets its profile (stage 1). Query 2 (stage 2) is the
+  shape histogram (numeric; text tokens are missing values) or partition selection with the missing count (text).
+  The plan counts 2k + 1 weight-1 queries and k profiles for k columns (any column may be text), so sigma is fixed
+  before any answer.
 * **No schema, public dtypes** (default for a DataFrame: its dtypes were chosen by whoever built it, or wrote
-  the Parquet file, and are treated as public structure): the schema is discovered with DP, in one pass:
+  the Parquet file, and are treated as public structure): the schema is discovered with DP, in the two stages of
+  the allocation below:
   - column kinds come from dtypes (public structure of the frame, not its values): bool -> binary,
     text/category -> categorical, integer dtype -> integer, float -> continuous;
   - category domains by Gaussian partition selection (thresholded noisy counts). **Rule for rare
@@ -50,16 +52,27 @@ estimate"), never from the exact count; schema mismatches quote no value and no 
 
 Neighbouring relation: add/remove one row of the private table (the ledger's). Budget: every query is a Gaussian
 count of L2 sensitivity 1 (add/remove one record touches exactly one cell per query: a row is missing, or text, or
-a number in one decade; out-of-range numbers have cells of their own). With m queries (1 row count + 1 per column
-+ 1 more per numeric column; 2 per column with private dtypes), sigma is calibrated (:func:`plan_discovery`, the
-pre-flight plan the fit prints) so that the metadata phase alone is (share * epsilon, delta / 2)-DP (exactly: m
-Gaussians compose to one Gaussian); partition selection adds delta / 4 in total (split over the columns that need
-it). The ledger composes the phase with training phases (PLD/RDP), so the final epsilon is that of the whole release.
+a number in one decade; out-of-range numbers have cells of their own; a profile's frequent mass moves by at most 1).
+The metadata phase alone is (share * epsilon, delta / 2)-DP (Gaussians compose to one Gaussian: mu^2 = the sum of
+1 / sigma_i^2); partition selection adds delta / 4 in total (split over the columns that run it). The ledger
+composes the phase with training phases (PLD/RDP), so the final epsilon is that of the whole release.
+
+**Allocation: the metadata budget goes where it is needed** (:class:`Allocation`). The queries run in two stages.
+Stage 1 asks what each column is: the row count and each numeric column's bounds (weight 1), and for each text
+column a *profile* (weight 1/4, twice the noise sd; :func:`text_profile`): its noisy mass of rows beyond a quarter
+of the release threshold, per value. An identifier, free text, dates stored as text or an all-missing column have
+none, and are excluded there; so is a numeric column with too few values to bound. Stage 2 runs one histogram (or
+partition selection) per column still in, at the sigma that spends exactly what the phase has left: on a table
+where half the text columns are identifiers, the kept columns' histograms get about twice the budget each. The plan
+(:func:`plan_discovery`, printed before any query) assumes every column is kept, so its sigma and release threshold
+are the worst case. Each ledger entry records its ``sigma`` and ``budget_share`` (its part of the phase's GDP
+budget mu^2), so ``dpsynth ledger`` shows the allocation. Two rules keep rarely used slots out: a two-valued column
+gets no "other" slot its counts cannot tell from empty, and a missing-value cell below 2 noise sds is read as 0.
 
 What this costs in practice (the bundled Adult train split, 32,561 rows x 15 columns, no schema, epsilon = 1,
-the default 10% share: sigma ~ 150): bounds clip at most 0.04% of any column's rows (hours-per-week: up to 1.4%
+the default 10% share: sigma ~ 160): bounds clip at most 0.04% of any column's rows (hours-per-week: up to 1.4%
 on some seeds), capital-gain and capital-loss come out mixed with special value 0, and the partition-selection
-threshold is ~760 rows (2.3%): categories below it (e.g. education's 1st-4th ... 12th, Doctorate) go to
+threshold is ~800 rows (2.5%): categories below it (e.g. education's 1st-4th ... 12th, Doctorate) go to
 ``__other__``. Fewer columns, more rows or a larger share lower the cut; a public schema avoids it.
 """
 
@@ -80,6 +93,7 @@ from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHisto
 from dpsynth.data.schema import Column, Schema
 from dpsynth.data.text import DTYPE_MODES, infer_text_dtypes, parse_numbers
 from dpsynth.errors import InputError
+from dpsynth.privacy.calibration import calibrate_noise
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.mechanisms import gaussian_counts, gaussian_partition_selection, selection_threshold
 
@@ -93,6 +107,12 @@ TAIL = 0.005  # quantile level of the DP bounds
 PHASE = "metadata"
 _DECADES = (-3, 10)  # decade grid for DP bounds: +-[1e-3, 1e10]
 _SPURIOUS = 0.01  # chance that pure noise on any of a column's decade bins clears the floor
+#: weight of a text column's profile query (a quarter of a histogram's GDP budget: twice its noise sd)
+W_PROFILE = 0.25
+#: the profile counts rows beyond this fraction of the planned release threshold, per value
+PROFILE_CUT = 0.25
+#: a profile whose noisy frequent mass is below this many noise sds excludes its column (5% of empty ones pass)
+PROFILE_Z = 1.64
 MIXED_ZERO_SHARE = 0.10  # noisy share of exact zeros above which a numeric column is "mixed" with special 0
 
 
@@ -111,8 +131,6 @@ def calibrate_metadata_sigma(n_queries: int, epsilon: float, delta: float) -> fl
     routine, :func:`dpsynth.privacy.calibration.calibrate_noise` at sampling rate 1). k such queries are one
     Gaussian mechanism of mu = sqrt(k) / sigma (Dong et al. 2022, Cor. 3.3), which the PLD accountant composes
     exactly."""
-    from dpsynth.privacy.calibration import calibrate_noise
-
     if n_queries < 1:
         raise InputError(f"n_queries must be >= 1. Found {n_queries}.")
     return calibrate_noise(target_epsilon=epsilon, delta=delta, sample_rate=1.0, steps=n_queries, accountant="best",
@@ -168,16 +186,29 @@ class DiscoveryPlan:
     """What DP discovery can resolve, from public facts only (epsilon, delta, metadata share, the number of columns
     and, for public dtypes, how many are numeric) - computed before any query is answered.
 
-    ``category_rows``: a text value is released when its noisy count clears this threshold (so a value needs about
-    that many rows: at exactly that count it is released half of the time). ``bound_rows``: a decade of numbers is
-    seen when its noisy count clears this floor (a numeric column needs about that many non-missing values in one
-    decade to be bounded; the worst case, a non-integer column)."""
+    ``sigma``: the noise sd of a weight-1 query when every column is kept (stage 2 recalibrates it, lower, when
+    stage 1 excludes columns). ``category_rows``: a text value is released when its noisy count clears this
+    threshold (so a value needs about that many rows: at exactly that count it is released half of the time).
+    ``bound_rows``: a decade of numbers is seen when its noisy count clears this floor (a numeric column needs about
+    that many non-missing values in one decade to be bounded; the worst case, a non-integer column). ``weights``:
+    the planned ``(weight, count)`` pairs of the allocation (module docstring)."""
 
     n_columns: int
     n_queries: int
     sigma: float
     category_rows: float
     bound_rows: float
+    weights: tuple[tuple[float, int], ...] = ()
+
+    @property
+    def profile_cut(self) -> float:
+        """The per-value count above which a text value's rows count as "frequent" in its profile query."""
+        return PROFILE_CUT * self.category_rows
+
+    @property
+    def planned_precision(self) -> float:
+        """The phase's whole GDP budget mu^2 = sum of weight / sigma^2 over the planned queries."""
+        return sum(w * c for w, c in self.weights) / self.sigma ** 2 if self.sigma > 0 else 0.0
 
     def describe(self, n_rows: float | None = None) -> str:
         text = (f"DP discovery of {self.n_columns} column(s) ({self.n_queries} Gaussian count queries, noise sd "
@@ -196,19 +227,23 @@ def plan_discovery(data: pd.DataFrame, *, epsilon: float, delta: float, share: f
                    ) -> DiscoveryPlan:
     """The :class:`DiscoveryPlan` of a DP fit of ``data`` without a schema. Reads the frame's shape and (public
     dtypes only) its dtypes, never a value: the same plan the fit uses to calibrate its queries."""
-    if dtypes == "private":
-        k = data.shape[1]
-        n_queries, n_selection = 2 * k + 1, k
+    k = data.shape[1]
+    if dtypes == "private":  # any column may turn out to be text: a profile is planned for each
+        n_text, n_selection = k, k
+        weights = ((1.0, 2 * k + 1), (W_PROFILE, k))
     else:
         n_numeric = sum(_is_numeric_or_bool(data[c]) and not pd.api.types.is_bool_dtype(data[c].dtype)
                         for c in data.columns)
-        n_queries = data.shape[1] + n_numeric + 1
-        n_selection = max(1, sum(not _is_numeric_or_bool(data[c]) for c in data.columns))  # text columns
-    sigma = calibrate_metadata_sigma(n_queries, share * epsilon, delta / 2)
+        n_text = sum(not _is_numeric_or_bool(data[c]) for c in data.columns)
+        n_selection = max(1, n_text)
+        weights = ((1.0, k + n_numeric + 1), (W_PROFILE, n_text))
+    weights = tuple((w, c) for w, c in weights if c > 0)
+    sigma = calibrate_noise(target_epsilon=share * epsilon, delta=delta / 2, sample_rate=1.0, weights=weights,
+                            accountant="best", rtol=1e-3)
     threshold = selection_threshold(sigma, delta / 4 / n_selection)
     cells = 2 * (len(geometric_grid()) - 1) + 3  # the private-dtypes kind-and-bounds query (the larger one)
     floor = math.sqrt(2.0) * sigma * float(norm.isf(_SPURIOUS / cells))
-    return DiscoveryPlan(data.shape[1], n_queries, sigma, threshold, floor)
+    return DiscoveryPlan(k, sum(c for _, c in weights), sigma, threshold, floor, weights)
 
 
 def plan_for_ledger(data: pd.DataFrame, ledger: PrivacyLedger, share: float, dtypes: str) -> DiscoveryPlan | None:
@@ -224,6 +259,44 @@ def check_feasible(plan_: DiscoveryPlan | None, n_rows: float) -> None:
     if plan_ is not None and not plan_.feasible(n_rows):
         raise InputError(f"This table is too small for DP discovery at this budget: {plan_.describe(n_rows)} Give a "
                          "public schema (--schema), raise epsilon or --metadata-share, or drop columns.")
+
+
+class Allocation:
+    """The metadata phase's budget, spent in two stages (module docstring, "Allocation"). A ledger view: every
+    query spent through it is recorded in the real ledger under phase "metadata" with ``budget_share``, its part of
+    the phase's planned GDP budget (1 / sigma^2 over ``plan.planned_precision``; the shares of a phase sum to ~1).
+
+    Stage 1 queries use the plan's sigma over sqrt(weight). :meth:`stage_two` calibrates the sigma of the remaining
+    weight-1 queries against what stage 1 actually spent: columns excluded in stage 1 leave their budget to the
+    others. The choice of stage-2 sigma depends on stage-1 outputs; that is fully adaptive composition, which for
+    Gaussian mechanisms keeps the total: a sequence of Gaussians whose sum of 1/sigma_i^2 stays within mu^2 is
+    mu-GDP however each sigma_i was chosen (Smith & Thakurta 2022, GDP filters; Whitehouse et al. 2023 for zCDP).
+    The stage-2 sigma is evaluated by the ledger's accountant on the recorded stage-1 events plus the new ones, so
+    the phase stays within (share * epsilon, delta / 2) as before."""
+
+    def __init__(self, ledger: PrivacyLedger, share: float, plan: DiscoveryPlan | None):
+        self.ledger, self.share, self.plan = ledger, share, plan
+        self.non_private = ledger.non_private
+
+    def sigma(self, weight: float = 1.0) -> float:
+        """A stage-1 query's noise sd (0 in the non-private mode)."""
+        return 0.0 if self.plan is None else self.plan.sigma / math.sqrt(weight)
+
+    def spend(self, event, *, phase, **params) -> None:
+        sigma = params.get("sigma", 0.0)
+        if self.plan is not None and sigma > 0:
+            share = 1.0 / sigma ** 2 / self.plan.planned_precision
+            params["budget_share"] = round(share, 4)
+        self.ledger.spend(event, phase=phase, **params)
+
+    def stage_two(self, n_queries: int) -> float:
+        """The sigma of ``n_queries`` more weight-1 queries that spends what is left of the phase's budget."""
+        if self.plan is None or n_queries == 0:
+            return 0.0 if self.plan is None else self.plan.sigma
+        spent = [(e.event, e.count) for e in self.ledger.entries if e.phase == PHASE]
+        return calibrate_noise(target_epsilon=self.share * self.ledger.target_epsilon,
+                               delta=self.ledger.target_delta / 2, sample_rate=1.0, steps=n_queries, prior=spent,
+                               accountant="best", rtol=1e-3)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -335,29 +408,67 @@ def _public_schema_stats(data, schema: Schema, ledger, share, rng) -> DPMetadata
 
 # ---------------------------------------------------------------------------------------------- DP discovery
 def _discover(data: pd.DataFrame, ledger: PrivacyLedger, share: float, rng) -> tuple[Schema, DPMetadata]:
-    n_text = sum(not _is_numeric_or_bool(data[c]) for c in data.columns)
-    selection_delta = ledger.target_delta / 4 / max(n_text, 1)
-    # row count, one query per column, one more per number: sigma and threshold are the pre-flight plan's
+    """Stage 1: row count, numeric bounds, text profiles. Stage 2: one histogram (numeric shape, bool counts, or
+    partition selection) per column still in, at the sigma the remaining budget allows."""
     plan = plan_for_ledger(data, ledger, share, "public")
-    sigma, threshold = (0.0, selection_threshold(0.0, selection_delta)) if plan is None else \
-        (plan.sigma, plan.category_rows)
-    n_rows = noisy_row_count(data, ledger, sigma, rng)
+    alloc = Allocation(ledger, share, plan)
+    n_rows = noisy_row_count(data, alloc, alloc.sigma(), rng)
     check_feasible(plan, n_rows)
-    columns, hists, excluded = [], {}, []
+    pending: dict[str, Column | str] = {}  # column name -> its bounded Column (numeric) or its kind (text, bool)
     for name in data.columns:
         series = data[name]
-        if _is_numeric_or_bool(series) and not pd.api.types.is_bool_dtype(series.dtype):
-            col, hist = _discover_numeric(series, ledger, sigma, rng)
+        if pd.api.types.is_bool_dtype(series.dtype):
+            pending[name] = "bool"
+        elif _is_numeric_or_bool(series):
+            col = _numeric_bounds(series, alloc, alloc.sigma(), rng)
+            if col is not None:
+                pending[name] = col
+        elif text_profile(series, n_rows, alloc, plan, rng):
+            pending[name] = "text"
+    n_text = sum(kind == "text" for kind in pending.values())
+    sigma = alloc.stage_two(len(pending))
+    selection_delta = ledger.target_delta / 4 / max(n_text, 1)
+    threshold = selection_threshold(sigma, selection_delta)
+    columns, hists = [], {}
+    for name, what in pending.items():
+        series = data[name]
+        if isinstance(what, Column):
+            col, hist = what, histogram_numeric(series, what, public_grid(what), alloc, sigma, rng)
         else:
-            col, hist = discover_categorical(series, n_rows, ledger, sigma, threshold, selection_delta, rng)
-        if col is None:
-            excluded.append(name)
-            continue
-        columns.append(col)
-        hists[name] = hist
+            col, hist = discover_categorical(series, n_rows, alloc, sigma, threshold, selection_delta, rng)
+        if col is not None:
+            columns.append(col)
+            hists[name] = hist
     if not columns:
         raise InputError("DP discovery found no usable column; declare a schema.")
-    return Schema(tuple(columns), provenance="dp", excluded=tuple(excluded)), DPMetadata(n_rows, hists, sigma=sigma)
+    excluded = tuple(name for name in data.columns if name not in hists)
+    return Schema(tuple(columns), provenance="dp", excluded=excluded), DPMetadata(n_rows, hists, sigma=sigma)
+
+
+def text_profile(series: pd.Series, n_rows: float, alloc: Allocation, plan: DiscoveryPlan | None, rng) -> bool:
+    """Stage 1 for a text column: is any value frequent enough to be worth a partition selection?
+
+    One Gaussian query (weight ``W_PROFILE``) of two cells: the *frequent mass* ``sum_v max(c_v - t, 0)`` over the
+    column's values v with counts c_v, t = ``plan.profile_cut`` (a public number), and the missing count. Adding or
+    removing one row changes one value's count by 1, so the frequent mass by at most 1, or the missing count by 1,
+    never both: L2 sensitivity 1. An identifier, free text, dates stored as text, or a column (almost) all missing
+    have no frequent mass; their noisy mass stays under ``PROFILE_Z`` noise sds and the column is excluded here,
+    before it costs a histogram (its budget goes to the other columns in stage 2). A column with a value at the
+    release threshold has a mass of 3/4 of it (about 4 noise sds of a weight-1 query, 2 of this one): kept, mostly."""
+    if plan is None:  # non-private: partition selection releases every value exactly
+        return True
+    sigma = alloc.sigma(W_PROFILE)
+    counts = series.dropna().value_counts(sort=False).to_numpy(dtype=float)
+    cells = np.array([np.clip(counts - plan.profile_cut, 0, None).sum(), float(series.isna().sum())])
+    spend_metadata(alloc, sigma, f"profile {series.name}", bins=2, cut=round(plan.profile_cut, 1))
+    mass, missing = gaussian_counts(cells, sigma=sigma, rng=rng)
+    if mass >= PROFILE_Z * sigma:
+        return True
+    why = ("(almost) all its values are missing (a DP estimate)" if missing > n_rows - plan.category_rows else
+           f"no value is frequent enough to release under DP (ID-like or too rare: at this budget a value "
+           f"needs about {plan.category_rows:.0f} rows)")
+    warn_excluded(str(series.name), why, "declare its categories in a schema")
+    return False
 
 
 def _is_numeric_or_bool(series: pd.Series) -> bool:
@@ -408,9 +519,8 @@ def discover_categorical(series, n_rows, ledger, sigma, threshold, selection_del
                                      _missing_mass(missing, sigma) if nullable else 0.0)
 
 
-def _discover_numeric(series: pd.Series, ledger, sigma: float, rng
-                      ) -> tuple[Column, NumericHistogram] | tuple[None, None]:
-    """Kind and bounds from a noisy decade histogram, then the DP shape histogram inside the bounds."""
+def _numeric_bounds(series: pd.Series, ledger, sigma: float, rng) -> Column | None:
+    """Stage 1 for a numeric column: kind and bounds from a noisy decade histogram (None: excluded, warned)."""
     name = str(series.name)
     values = series.to_numpy(dtype=float, na_value=np.nan)
     if np.isinf(values).any():
@@ -427,14 +537,22 @@ def _discover_numeric(series: pd.Series, ledger, sigma: float, rng
     if bins.sum() + zero_count <= 0:
         warn_excluded(name, f"too few non-missing values to bound under DP (at this budget a decade of values "
                       f"needs about {noise_floor(sigma, noisy):.0f} rows)", "declare its bounds in a schema")
-        return None, None
+        return None
     lower, upper = dp_bounds(bins, zero_count, edges)
     if integral:
         lower, upper = math.floor(lower), math.ceil(upper)
     mixed = bins.sum() > 0 and zero_count >= MIXED_ZERO_SHARE * (bins.sum() + zero_count) and lower <= 0 <= upper
     kind = "mixed" if mixed else ("integer" if integral else "continuous")
-    col = Column(name, kind, nullable=_can_hold_missing(series), lower=lower, upper=upper,
-                 special_values=(0.0,) if mixed else (), integer_valued=integral and mixed, dtype=_dtype(series))
+    return Column(name, kind, nullable=_can_hold_missing(series), lower=lower, upper=upper,
+                  special_values=(0.0,) if mixed else (), integer_valued=integral and mixed, dtype=_dtype(series))
+
+
+def _discover_numeric(series: pd.Series, ledger, sigma: float, rng
+                      ) -> tuple[Column, NumericHistogram] | tuple[None, None]:
+    """Kind and bounds, then the DP shape histogram inside the bounds, at one sigma (both stages at once)."""
+    col = _numeric_bounds(series, ledger, sigma, rng)
+    if col is None:
+        return None, None
     return col, histogram_numeric(series, col, public_grid(col), ledger, sigma, rng)
 
 

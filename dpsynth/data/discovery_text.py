@@ -12,6 +12,7 @@ import pandas as pd
 
 from dpsynth.data.discovery import (
     MIXED_ZERO_SHARE,
+    Allocation,
     check_feasible,
     discover_categorical,
     dp_bounds,
@@ -24,6 +25,7 @@ from dpsynth.data.discovery import (
     plan_for_ledger,
     public_grid,
     spend_metadata,
+    text_profile,
 )
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
@@ -40,38 +42,65 @@ _FIXED_DTYPES = {"integer": "Int64", "continuous": "float64", "mixed": "float64"
 
 def discover_private_dtypes(data: pd.DataFrame, ledger: PrivacyLedger, share: float, rng
                              ) -> tuple[Schema, DPMetadata]:
-    """DP discovery on a text frame: two Gaussian count queries per column whatever it turns out to be (so the
-    number of queries, hence sigma, is fixed before any is answered) plus the row count."""
-    k = data.shape[1]
-    selection_delta = ledger.target_delta / 4 / k  # any column may turn out to be text
-    # 2k + 1 queries: sigma and threshold are the pre-flight plan's
+    """DP discovery on a text frame, in the two stages of :class:`~dpsynth.data.discovery.Allocation`. Stage 1:
+    the row count, one kind-and-bounds query per column and, for the columns it finds to be text, a profile query
+    (:func:`~dpsynth.data.discovery.text_profile`). Stage 2: one query per column still in (the shape histogram, or
+    partition selection with the missing count), at the sigma the rest of the budget allows. The plan assumes every
+    column may be text (k profiles), so sigma is fixed before any query is answered; what stage 1 does not use goes
+    to stage 2."""
     plan = plan_for_ledger(data, ledger, share, "private")
-    sigma, threshold = (0.0, selection_threshold(0.0, selection_delta)) if plan is None else \
-        (plan.sigma, plan.category_rows)
-    n_rows = noisy_row_count(data, ledger, sigma, rng)
+    alloc = Allocation(ledger, share, plan)
+    n_rows = noisy_row_count(data, alloc, alloc.sigma(), rng)
     check_feasible(plan, n_rows)
-    columns, hists, excluded = [], {}, []
+    pending: dict[str, Column | None] = {}  # name -> bounded numeric Column, or None for a text column
+    numbers_of: dict[str, np.ndarray] = {}
+    text_of: dict[str, pd.Series] = {}  # the column read as text: the text rule's missing tokens are missing
     for name in data.columns:
-        col, hist = _discover_typed(data[name], n_rows, ledger, sigma, threshold, selection_delta, rng)
-        if col is None:
-            excluded.append(name)
+        kind, col, numbers, is_missing = _kind_and_bounds(data[name], alloc, alloc.sigma(), rng)
+        if kind == "numeric":
+            pending[name], numbers_of[name] = col, numbers
             continue
-        columns.append(col)
-        hists[name] = hist
+        text_of[name] = data[name].where(~is_missing)
+        if text_profile(text_of[name], n_rows, alloc, plan, rng):
+            pending[name] = None
+    sigma = alloc.stage_two(len(pending))
+    n_text = sum(col is None for col in pending.values())
+    selection_delta = ledger.target_delta / 4 / max(n_text, 1)
+    threshold = selection_threshold(sigma, selection_delta)
+    floor = noise_floor(sigma, np.zeros(_KIND_CELLS))  # missing mass below it is noise (post-processing)
+    columns, hists = [], {}
+    for name, col in pending.items():
+        if col is not None:
+            hist = histogram_numeric(pd.Series(numbers_of[name], name=name), col, public_grid(col), alloc, sigma, rng)
+            if hist.missing < floor:
+                hist = NumericHistogram(hist.edges, hist.counts, hist.special_counts, 0.0)
+        else:
+            col, hist = discover_categorical(text_of[name], n_rows, alloc, sigma, threshold, selection_delta,
+                                              rng, nullable=True, dtype="str")
+            if hist is not None:
+                hist = CategoricalHistogram(hist.categories, hist.counts, hist.missing if hist.missing >= floor else 0)
+        if col is not None:
+            columns.append(col)
+            hists[name] = hist
     if not columns:
         raise InputError("DP discovery found no usable column; declare a schema.")
-    return Schema(tuple(columns), provenance="dp", excluded=tuple(excluded)), DPMetadata(n_rows, hists, sigma=sigma)
+    excluded = tuple(name for name in data.columns if name not in hists)
+    return Schema(tuple(columns), provenance="dp", excluded=excluded), DPMetadata(n_rows, hists, sigma=sigma)
 
 
-def _discover_typed(series: pd.Series, n_rows, ledger, sigma, threshold, selection_delta, rng):
-    """One column of a text frame. Query 1 ("DP kind and bounds"): counts over integer-valued numbers by decade,
-    other numbers by decade, exact zeros, missing cells and text cells (each cell in exactly one: sensitivity 1).
-    Post-processing decides: numeric iff the floored number mass exceeds the noisy text count (a minority of text
-    tokens, like '?', are then missing values, said in a warning only when their DP count clears the floor);
-    integer iff no non-integer decade clears the floor; bounds and the mixed kind as for numeric dtypes. Query 2 is
-    the shape histogram (numeric) or partition selection with the missing count (text). Every column is nullable;
-    the dtype is fixed per kind (``_FIXED_DTYPES``); missing mass below the floor is set to 0 (post-processing), so
-    noise alone does not make a model emit missing values."""
+_KIND_CELLS = 2 * (len(geometric_grid()) - 1) + 3  # cells of the kind-and-bounds query
+
+
+def _kind_and_bounds(series: pd.Series, ledger, sigma, rng):
+    """Stage 1 of one column of a text frame: ``(kind, Column or None, numbers, is_missing)``, kind "numeric" or
+    "text" (``is_missing``: the text rule's missing tokens).
+
+    The query ("DP kind and bounds"): counts over integer-valued numbers by decade, other numbers by decade, exact
+    zeros, missing cells and text cells (each cell in exactly one: sensitivity 1). Post-processing decides: numeric
+    iff the floored number mass exceeds the noisy text count (a minority of text tokens, like '?', are then missing
+    values, said in a warning only when their DP count clears the floor); integer iff no non-integer decade clears
+    the floor; bounds and the mixed kind as for numeric dtypes. Every column is nullable; the dtype is fixed per kind
+    (``_FIXED_DTYPES``)."""
     name = str(series.name)
     numbers, is_text, is_missing = parse_numbers(series)
     edges = geometric_grid()
@@ -96,12 +125,7 @@ def _discover_typed(series: pd.Series, n_rows, ledger, sigma, threshold, selecti
     number_mass = float(bins.sum()) + zero_count
     text_mass = float(noisy_text) if noisy_text >= floor else 0.0
     if number_mass <= text_mass or number_mass <= 0:
-        text = series.where(~is_missing)
-        col, hist = discover_categorical(text, n_rows, ledger, sigma, threshold, selection_delta, rng,
-                                          nullable=True, dtype="str")
-        if hist is not None:
-            hist = CategoricalHistogram(hist.categories, hist.counts, hist.missing if hist.missing >= floor else 0.0)
-        return col, hist
+        return "text", None, None, is_missing
     if text_mass > 0:
         warnings.warn(f"Column '{name}' is numeric but some values (about {text_mass:.0f}, a DP estimate) are not "
                       "numbers; they are treated as missing.", stacklevel=5)
@@ -112,7 +136,4 @@ def _discover_typed(series: pd.Series, n_rows, ledger, sigma, threshold, selecti
     kind = "mixed" if mixed else ("integer" if is_integral else "continuous")
     col = Column(name, kind, nullable=True, lower=lower, upper=upper, special_values=(0.0,) if mixed else (),
                  integer_valued=is_integral and mixed, dtype="Int64" if is_integral else _FIXED_DTYPES[kind])
-    hist = histogram_numeric(pd.Series(numbers, name=name), col, public_grid(col), ledger, sigma, rng)
-    if hist.missing < floor:
-        hist = NumericHistogram(hist.edges, hist.counts, hist.special_counts, 0.0)
-    return col, hist
+    return "numeric", col, numbers, is_missing

@@ -41,7 +41,7 @@ class Marginals(Synthesizer):
         ledger = self.ledger_
         spent = ledger.epsilon()
         sigma = calibrate_gaussian_queries(ledger, len(self.schema_))
-        meta_sigma = _metadata_sigma(ledger)
+        meta_sigma = float(self.metadata_.sigma)  # the noise sd of the metadata phase's histograms
         self.histograms_: dict[str, NumericHistogram | CategoricalHistogram] = {}
         for col in self.schema_.columns:
             old = self.metadata_.histograms[col.name]
@@ -85,13 +85,6 @@ class _Phase:
 
     def spend(self, event, *, phase, **kw):
         self._ledger.spend(event, phase="marginals", **kw)
-
-
-def _metadata_sigma(ledger) -> float:
-    for entry in ledger.entries:
-        if entry.phase == "metadata" and "sigma" in entry.params:
-            return float(entry.params["sigma"])
-    return 0.0
 
 
 def _combine(old, new, sigma_old: float, sigma_new: float):

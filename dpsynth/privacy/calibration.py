@@ -8,6 +8,9 @@ Guarantees (tests in tests/privacy/test_calibration.py):
 - ``calibrate_noise`` returns a sigma whose composed epsilon — with everything already in ``ledger`` when given —
   was *evaluated* to be <= ``target_epsilon`` by the chosen accountant (a bisection keeps a feasible upper end and
   returns it), so it never overshoots; it is within ``rtol`` of the smallest such sigma.
+- ``weights`` calibrates one scale for Gaussian queries of different precisions (the metadata phase's allocation:
+  a query of weight w gets sigma / sqrt(w), so it uses w times the GDP budget mu^2 of a weight-1 query), and
+  ``prior`` composes events that are not (or not yet) in a ledger (the queries a phase has already answered).
 - ``calibrate_steps`` returns the largest step count whose evaluated epsilon is <= the target (0 if none).
 This is dpsynth's one calibration routine: every noise multiplier (DP-SGD phases, the metadata phase's counts, a
 model's own Gaussian histograms) comes from :func:`calibrate_noise`, every step or query count from
@@ -20,6 +23,7 @@ as the ledger itself will compose them (:class:`LedgerComposition`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from dp_accounting import dp_event, mechanism_calibration, privacy_accountant
 
@@ -77,14 +81,19 @@ class LedgerComposition(privacy_accountant.PrivacyAccountant):
     by :func:`~dpsynth.privacy.accounting.epsilon_of` with the ledger's thresholding delta and the chosen accountant
     (``"pld"``, ``"rdp"`` or ``"best"``). So a calibration answers exactly the question the ledger will ask."""
 
-    def __init__(self, ledger: PrivacyLedger | None, accountant: Accountant):
+    def __init__(self, ledger: PrivacyLedger | None, accountant: Accountant,
+                 prior: Sequence[tuple[dp_event.DpEvent, int]] = ()):
         super().__init__(privacy_accountant.NeighboringRelation.ADD_OR_REMOVE_ONE)
-        self._pairs = ledger.committed_pairs() if ledger is not None else []
+        self._pairs = (ledger.committed_pairs() if ledger is not None else []) + list(prior)
         self._extra_delta = sum(e.extra_delta * e.count for e in ledger.entries) if ledger is not None else 0.0
         self._accountant = accountant
 
     def _maybe_compose(self, event, count, do_compose):
         if do_compose:
+            if isinstance(event, dp_event.ComposedDpEvent):
+                for part in event.events:
+                    self._maybe_compose(part, count, True)
+                return None
             if isinstance(event, dp_event.SelfComposedDpEvent):  # as the ledger stores runs: (step, count)
                 event, count = event.event, event.count * count
             self._pairs.append((event, count))
@@ -99,23 +108,36 @@ def calibrate_noise(
     target_epsilon: float,
     delta: float,
     sample_rate: float,
-    steps: int,
+    steps: int = 0,
     accountant: Accountant = "pld",
     ledger: PrivacyLedger | None = None,
     rtol: float = 1e-4,
+    weights: Sequence[tuple[float, int]] | None = None,
+    prior: Sequence[tuple[dp_event.DpEvent, int]] = (),
 ) -> float:
     """Smallest sigma (within ``rtol``) such that ``steps`` more Poisson(q)-subsampled Gaussian mechanisms (q = 1:
-    plain Gaussian queries of sensitivity 1), composed with everything in ``ledger``, stay within
-    ``target_epsilon``; the sigma returned was evaluated to meet it (never above the target)."""
+    plain Gaussian queries of sensitivity 1), composed with everything in ``ledger`` and ``prior``, stay within
+    ``target_epsilon``; the sigma returned was evaluated to meet it (never above the target).
+
+    ``weights``: ``(w, count)`` pairs replacing ``steps`` — ``count`` mechanisms at sigma / sqrt(w) each (q = 1
+    only); the returned sigma is that of a weight-1 query."""
+    if weights is not None:
+        if sample_rate != 1.0 or any(not (w > 0 and math.isfinite(w)) or c < 0 for w, c in weights):
+            raise InputError(f"weights need sample_rate 1, weights > 0 and counts >= 0. Found {list(weights)!r}.")
+        weights = [(float(w), int(c)) for w, c in weights if c > 0]
+        steps = sum(c for _, c in weights)
+    else:
+        weights = [(1.0, steps)]
     _check(sample_rate, delta, steps, target_epsilon)
     if steps == 0:
         return 0.0
 
     def accountant_now() -> LedgerComposition:
-        return LedgerComposition(ledger, accountant)
+        return LedgerComposition(ledger, accountant, prior)
 
     def event(sigma: float) -> dp_event.DpEvent:
-        return dp_event.SelfComposedDpEvent(dpsgd_event(sample_rate, sigma), steps)
+        parts = [dp_event.SelfComposedDpEvent(dpsgd_event(sample_rate, sigma / math.sqrt(w)), c) for w, c in weights]
+        return parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
 
     def fits(sigma: float) -> bool:
         return accountant_now().compose(event(sigma)).get_epsilon(delta) <= target_epsilon

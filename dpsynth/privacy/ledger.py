@@ -305,6 +305,8 @@ class PrivacyLedger:
             lines.append(
                 f"  [{entry.phase}] {entry.mechanism}: {entry.count} x {describe_event(entry.event)}"
                 + (f", +delta {entry.extra_delta * entry.count:.2g}" if entry.extra_delta else "")
+                + (f", {entry.params['budget_share']:.1%} of the phase's budget" if "budget_share" in entry.params
+                   else "")
             )
         if len(phases) > 1:
             lines.append("  per phase (each alone): " + ", ".join(f"{k} {v:.4g}" for k, v in phases.items()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -81,21 +82,75 @@ def test_a_two_valued_text_column_stays_binary():
         assert col.kind == "binary" and col.categories == ("no", "yes") and col.unknown_as_missing
 
 
-def test_every_query_is_recorded_with_its_sigma():
+def test_every_query_is_recorded_with_its_sigma_and_budget_share():
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"x": rng.normal(50, 10, 20_000), "c": rng.choice(["u", "v"], 20_000),
                        "k": np.arange(20_000) % 5})
     ledger = _ledger()
     resolve_schema(df, None, ledger=ledger, share=0.2, rng=rng)
     mechanisms = [e.mechanism for e in ledger.entries]
-    assert mechanisms == ["row count", "DP bounds x", "histogram x", "partition selection c", "DP bounds k",
-                          "histogram k"]
+    # stage 1 (row count, bounds, the text profile), then stage 2 (one histogram per column still in)
+    assert mechanisms == ["row count", "DP bounds x", "profile c", "DP bounds k", "histogram x",
+                          "partition selection c", "histogram k"]
     sigma = ledger.entries[0].params["sigma"]
-    assert all(e.params["sigma"] == sigma for e in ledger.entries)
-    # the phase alone is (0.2, delta/2)-DP for its Gaussians, and the selection delta is accounted
-    gauss = epsilon_of([(dp_event.GaussianDpEvent(sigma), 6)], 1e-5 / 2)
-    assert gauss == pytest.approx(0.2, rel=2e-3)
+    by_name = {e.mechanism: e.params for e in ledger.entries}
+    assert by_name["profile c"]["sigma"] == pytest.approx(2 * sigma)  # weight 1/4
+    assert all(e.params["sigma"] == pytest.approx(sigma, rel=2e-3) for e in ledger.entries if "profile" not in
+               e.mechanism)
+    # the phase alone is (0.2, delta/2)-DP for its Gaussians (exactly the budget: nothing was excluded), and the
+    # selection delta is accounted
+    gauss = epsilon_of([(e.event, e.count) for e in ledger.entries], 1e-5 / 2)
+    assert 0.2 * (1 - 3e-3) <= gauss <= 0.2 * (1 + 1e-9)
     assert sum(e.extra_delta for e in ledger.entries) == pytest.approx(1e-5 / 4)
+    # the allocation is in the ledger: each query's share of the phase's GDP budget, summing to 1
+    shares = [e.params["budget_share"] for e in ledger.entries]
+    assert sum(shares) == pytest.approx(1.0, abs=5e-3)
+    assert by_name["profile c"]["budget_share"] == pytest.approx(by_name["row count"]["budget_share"] / 4, rel=1e-2)
+
+
+def test_an_identifier_is_excluded_by_its_profile_and_its_budget_goes_to_the_others():
+    """Budget by need: a text column with no frequent value (an ID) costs a quarter-weight profile, not a partition
+    selection; stage 2 spends the rest on the columns kept, at a lower sigma than the pre-flight plan's."""
+    from dpsynth.data.discovery import plan_discovery
+
+    rng = np.random.default_rng(3)
+    n = 20_000
+    df = pd.DataFrame({"id": [f"p{i:06d}" for i in rng.permutation(n)], "note": [f"free text {i}" for i in range(n)],
+                       "c": rng.choice(["u", "v", "w"], n), "x": rng.normal(0, 1, n)})
+    ledger = _ledger()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        schema, meta = resolve_schema(df, None, ledger=ledger, share=0.1, rng=rng)
+    said = [str(w.message) for w in caught]
+    assert any(m.startswith("Column 'id' is excluded: no value is frequent enough") for m in said), said
+    assert schema.names == ["c", "x"] and schema.excluded == ("id", "note")
+    mechanisms = [e.mechanism for e in ledger.entries]
+    assert "partition selection id" not in mechanisms and "partition selection note" not in mechanisms
+    plan = plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1)
+    stage_two = {e.mechanism: e.params["sigma"] for e in ledger.entries}["histogram x"]
+    # two of the four planned histograms were not needed: 1/sigma^2 of the two left grows by about
+    # (planned weight left) / (weight they would have had)
+    assert stage_two < 0.8 * plan.sigma and meta.sigma == pytest.approx(stage_two)
+    gauss = epsilon_of([(e.event, e.count) for e in ledger.entries], 1e-5 / 2)
+    assert 0.1 * (1 - 3e-3) <= gauss <= 0.1 * (1 + 1e-9)  # the whole phase budget, no more
+
+
+def test_the_profile_query_has_sensitivity_one():
+    """Adding or removing one row moves the frequent mass by at most 1, or the missing count by 1, never both."""
+    from dpsynth.data.discovery import PROFILE_CUT
+
+    rng = np.random.default_rng(4)
+    cut = 7.0 * PROFILE_CUT * 4
+
+    def cells(values):
+        s = pd.Series(values, dtype=object)
+        c = s.dropna().value_counts().to_numpy(dtype=float)
+        return np.array([np.clip(c - cut, 0, None).sum(), float(s.isna().sum())])
+
+    for _ in range(200):
+        base = list(rng.choice(["a", "b", "c", None], int(rng.integers(1, 40)), p=[0.5, 0.2, 0.2, 0.1]))
+        extra = rng.choice(["a", "b", "c", "new", None])
+        assert np.linalg.norm(cells(base + [extra]) - cells(base)) <= 1.0 + 1e-12
 
 
 def test_dp_bounds_cover_the_bulk_and_mixed_zero_detected():
