@@ -25,6 +25,8 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "marginals": ("dpsynth.models.marginals", ("metadata", "marginals")),
     "dp-tldm": ("dpsynth.models.dp_tldm", ("metadata", "vae", "diffusion")),
     "dp-auto-gan": ("dpsynth.models.dp_auto_gan", ("metadata", "autoencoder", "gan")),
+    "mst": ("dpsynth.models.mst", ("metadata", "mst")),
+    "aim": ("dpsynth.models.aim", ("metadata", "aim")),
 }
 _MODULES = tuple(module for module, _ in BUILTIN.values())
 _loaded = False

@@ -1,0 +1,226 @@
+"""The discrete domain select-measure-generate models count on, built from public and DP facts only.
+
+Each schema column becomes one attribute with a fixed number of cells (:class:`ColumnCells`):
+
+- a categorical or binary column: one cell per declared or DP-released category (``"__other__"`` included when the
+  column has it), plus a missing cell when the column is nullable;
+- a numeric column: up to ``max_bins`` bins, then one cell per special value, then a missing cell when nullable.
+  The bins are unions of the metadata histogram's bins (public grid or DP discovery, :mod:`dpsynth.data.discovery`),
+  cut where the DP histogram's cumulative mass crosses ``k / max_bins``: equal-mass bins from DP counts (no exact
+  quantile is ever read), so most of the resolution goes where the rows are. Small integer ranges keep their unit
+  bins when they fit.
+
+Encoding private rows into cells (:meth:`Discretizer.encode`) is what backends count; it uses the schema only.
+Decoding (:meth:`Discretizer.decode`) maps cells back to values: a category, a missing value, a special value, or
+a number drawn inside its bin — first one of the metadata bins the cell unites, in proportion to their DP counts,
+then uniformly inside it (integers: the whole numbers of that bin). Decoding reads only DP outputs
+(post-processing), and never emits a value outside the schema's domain (no ``None`` where the column is not
+nullable).
+
+The metadata histograms are also *measurements* of the 1-way marginals (:meth:`Discretizer.metadata_measurement`):
+a cell that unites k metadata cells has noise variance k sigma^2, so the estimation weighs it accordingly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.data.frame import categorical_codes
+from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
+from dpsynth.data.schema import Schema
+from dpsynth.errors import InputError
+
+__all__ = ["ColumnCells", "Discretizer", "DEFAULT_MAX_BINS"]
+
+DEFAULT_MAX_BINS = 32
+
+
+@dataclass
+class ColumnCells:
+    """How one column maps to cells. Numeric: ``edges`` (coarse bin edges), ``fine_edges`` and ``fine_weights``
+    (the metadata histogram's bins and their clipped DP counts, for decoding), ``groups`` (fine bins per coarse
+    bin). Categorical: ``categories``."""
+
+    name: str
+    kind: str  # "categorical" or "numeric"
+    nullable: bool
+    categories: tuple = ()
+    edges: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    fine_edges: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    fine_weights: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    specials: tuple[float, ...] = ()
+    rounds: bool = False
+
+    @property
+    def n_bins(self) -> int:
+        return max(len(self.edges) - 1, 0)
+
+    @property
+    def size(self) -> int:
+        body = len(self.categories) if self.kind == "categorical" else self.n_bins + len(self.specials)
+        return body + int(self.nullable)
+
+    @property
+    def missing_cell(self) -> int | None:
+        return self.size - 1 if self.nullable else None
+
+    def groups(self) -> np.ndarray:
+        """Coarse bin of each fine bin."""
+        centres = (self.fine_edges[:-1] + self.fine_edges[1:]) / 2
+        return np.clip(np.searchsorted(self.edges, centres, side="right") - 1, 0, self.n_bins - 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "nullable": self.nullable,
+                "categories": [c.item() if isinstance(c, np.generic) else c for c in self.categories],
+                "edges": [float(x) for x in self.edges], "fine_edges": [float(x) for x in self.fine_edges],
+                "fine_weights": [float(x) for x in self.fine_weights], "specials": [float(s) for s in self.specials],
+                "rounds": self.rounds}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ColumnCells:
+        return cls(d["name"], d["kind"], bool(d["nullable"]), tuple(d["categories"]), np.asarray(d["edges"], float),
+                   np.asarray(d["fine_edges"], float), np.asarray(d["fine_weights"], float),
+                   tuple(float(s) for s in d["specials"]), bool(d["rounds"]))
+
+
+def _coarse_edges(edges: np.ndarray, weights: np.ndarray, max_bins: int) -> np.ndarray:
+    """At most ``max_bins`` bins, each a union of consecutive fine bins, cut at equal steps of the DP mass (a
+    little uniform mass is mixed in so that a run of empty fine bins still gets a bin of its own eventually)."""
+    k = len(edges) - 1
+    if k <= max_bins:
+        return edges.copy()
+    mass = np.clip(weights, 0, None)
+    mass = mass / mass.sum() if mass.sum() > 0 else np.full(k, 1.0 / k)
+    mass = 0.9 * mass + 0.1 / k
+    cdf = np.cumsum(mass)
+    cuts = np.searchsorted(cdf, np.arange(1, max_bins) / max_bins, side="left") + 1  # fine edge index after the bin
+    inner = np.unique(np.clip(cuts, 1, k - 1))
+    return np.concatenate([[edges[0]], edges[inner], [edges[-1]]])
+
+
+class Discretizer:
+    """The cells of every column of ``schema``, from the DP metadata (see the module docstring)."""
+
+    def __init__(self, columns: list[ColumnCells]):
+        self.columns = columns
+
+    @classmethod
+    def build(cls, schema: Schema, metadata: DPMetadata, max_bins: int = DEFAULT_MAX_BINS) -> Discretizer:
+        if not (isinstance(max_bins, int) and max_bins >= 2):
+            raise InputError(f"max_bins must be an integer >= 2. Found {max_bins!r}.")
+        out = []
+        for col in schema.columns:
+            hist = metadata.histograms[col.name]
+            if col.is_discrete:
+                out.append(ColumnCells(col.name, "categorical", col.nullable, tuple(col.categories)))
+                continue
+            if not isinstance(hist, NumericHistogram):
+                raise InputError(f"Column '{col.name}': numeric column without a numeric DP histogram.")
+            edges = _coarse_edges(np.asarray(hist.edges, float), np.asarray(hist.counts, float), max_bins)
+            out.append(ColumnCells(col.name, "numeric", col.nullable, (), edges, np.asarray(hist.edges, float),
+                                   np.clip(np.asarray(hist.counts, float), 0, None), tuple(col.special_values),
+                                   col.rounds))
+        return cls(out)
+
+    @property
+    def sizes(self) -> list[int]:
+        return [c.size for c in self.columns]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    # ------------------------------------------------------------------ private rows -> cells
+    def encode(self, frame: pd.DataFrame) -> np.ndarray:
+        """Cell codes (n rows x columns, int32) of a frame conformed to the schema; reads nothing but ``frame``."""
+        out = np.empty((len(frame), len(self.columns)), dtype=np.int32)
+        for j, cells in enumerate(self.columns):
+            out[:, j] = encode_column(frame[cells.name], cells)
+        return out
+
+    # ------------------------------------------------------------------ cells -> values (post-processing)
+    def decode(self, codes: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
+        data = {}
+        for j, cells in enumerate(self.columns):
+            data[cells.name] = decode_column(codes[:, j], cells, rng)
+        return pd.DataFrame(data)
+
+    def metadata_measurement(self, j: int, metadata: DPMetadata) -> tuple[np.ndarray, np.ndarray] | None:
+        """The metadata histogram of column ``j`` summed onto its cells, with each cell's noise sd (None when the
+        metadata is exact or has no noise level)."""
+        sigma = float(metadata.sigma or 0.0)
+        if sigma <= 0 or metadata.non_private:
+            return None
+        cells = self.columns[j]
+        hist = metadata.histograms[cells.name]
+        if isinstance(hist, CategoricalHistogram):
+            y = np.asarray(hist.counts, float)
+            k = np.ones(len(y))
+        else:
+            groups = cells.groups()
+            y = np.bincount(groups, weights=np.asarray(hist.counts, float), minlength=cells.n_bins)
+            k = np.bincount(groups, minlength=cells.n_bins).astype(float)
+            specials = [float(hist.special_counts.get(s, 0.0)) for s in cells.specials]
+            y, k = np.concatenate([y, specials]), np.concatenate([k, np.ones(len(specials))])
+        if cells.nullable:
+            y, k = np.append(y, float(hist.missing)), np.append(k, 1.0)
+        return y, sigma * np.sqrt(np.maximum(k, 1.0))
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [c.to_dict() for c in self.columns]
+
+    @classmethod
+    def from_dict(cls, d: list[dict[str, Any]]) -> Discretizer:
+        return cls([ColumnCells.from_dict(c) for c in d])
+
+
+def encode_column(series: pd.Series, cells: ColumnCells) -> np.ndarray:
+    if cells.kind == "categorical":
+        col_other = "__other__" if "__other__" in cells.categories else None
+        codes = categorical_codes(series, cells.categories, col_other, unknown_as_missing=cells.nullable)
+    else:
+        values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+        codes = np.clip(np.searchsorted(cells.edges, values, side="right") - 1, 0, cells.n_bins - 1)
+        for i, s in enumerate(cells.specials):
+            codes = np.where(values == s, cells.n_bins + i, codes)
+        codes = np.where(np.isnan(values), -1, codes)
+    if (codes < 0).any():
+        if not cells.nullable:
+            raise InputError(f"Column '{cells.name}' has missing values but is not nullable in the schema.")
+        codes = np.where(codes < 0, cells.missing_cell, codes)
+    return codes.astype(np.int32)
+
+
+def decode_column(codes: np.ndarray, cells: ColumnCells, rng: np.random.Generator) -> np.ndarray:
+    missing = codes == cells.missing_cell if cells.nullable else np.zeros(len(codes), bool)
+    if cells.kind == "categorical":
+        values = np.asarray(list(cells.categories) + [np.nan], dtype=object)
+        return values[np.where(missing, len(cells.categories), np.minimum(codes, len(cells.categories) - 1))]
+    out = np.full(len(codes), np.nan)
+    in_bin = (codes < cells.n_bins) & ~missing
+    if in_bin.any():
+        groups = cells.groups()
+        # a fine bin inside the coarse bin, in proportion to its DP count (uniform when they are all 0)
+        weights = cells.fine_weights + 1e-9
+        fine = np.empty(int(in_bin.sum()), dtype=np.int64)
+        coarse = codes[in_bin]
+        u = rng.random(len(coarse))
+        for b in np.unique(coarse):
+            members = np.flatnonzero(groups == b)
+            sel = coarse == b
+            cdf = np.cumsum(weights[members])
+            fine[sel] = members[np.minimum(np.searchsorted(cdf, u[sel] * cdf[-1], side="right"), len(members) - 1)]
+        lo, hi = cells.fine_edges[fine], cells.fine_edges[fine + 1]
+        x = lo + (hi - lo) * rng.random(len(fine))
+        if cells.rounds:
+            x = np.clip(np.round(x), math.ceil(cells.fine_edges[0]), math.floor(cells.fine_edges[-1]))
+        out[in_bin] = x
+    for i, s in enumerate(cells.specials):
+        out[codes == cells.n_bins + i] = s
+    return out
+

@@ -1,0 +1,356 @@
+"""A discrete graphical model (Markov random field on a junction tree), fitted to noisy marginals, sampled i.i.d.
+
+This is the "generate" step of select-measure-generate (Private-PGM: McKenna, Sheldon, Miklau, ICML 2019), in
+NumPy: no compilation, no accelerator. It never reads private rows: its inputs are DP measurements (noisy marginal
+count tables) and the DP row count, so everything here is post-processing.
+
+- **Structure.** The attributes' interaction graph (an edge between two attributes measured together) is
+  triangulated by greedy elimination (each step removes the attribute whose neighbourhood has the smallest domain);
+  the elimination cliques, kept when maximal, are joined into a junction tree by a maximum spanning tree over
+  separator sizes (:func:`junction_tree`). Its size (cells over all cliques) is what AIM's model-size filter bounds.
+- **Inference.** Log-space Shafer-Shenoy message passing on the tree gives every clique's marginal exactly
+  (:meth:`MarkovRandomField.calibrate`); the marginal of any attribute set is then read off the smallest connected
+  subtree holding it (product of clique marginals over separator marginals, :meth:`MarkovRandomField.project`).
+- **Estimation.** The potentials minimise ``sum_m ||mu_m - y_m||^2 / (2 sigma_m^2)`` over the measured cliques m
+  (the Gaussian log-likelihood of the measurements; ``sigma_m`` may differ per cell) by entropic mirror descent on
+  the potentials with a backtracking (Armijo) step: the algorithm of Private-PGM, whose fixed points are the
+  maximum-entropy distribution among those closest to the measurements.
+- **Sampling.** I.i.d. ancestral sampling down the tree: the root clique's cells are drawn from its marginal, then
+  each clique's new attributes from their conditional given the separator already drawn. Rows are independent
+  draws from the model (no rounding or row ordering within groups, which would link columns that the model does
+  not link).
+
+Cliques are tuples of attribute indices in increasing order; a clique's table has one axis per attribute in that
+order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+from scipy.special import logsumexp
+
+from dpsynth.errors import InputError
+
+__all__ = ["Measurement", "junction_tree", "tree_size", "MarkovRandomField"]
+
+Clique = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A noisy count table ``y`` of ``clique`` (shape: the clique's attribute sizes) with noise sd ``sigma`` (a
+    number, or one per cell, e.g. for cells that sum several noisy cells)."""
+
+    clique: Clique
+    y: np.ndarray
+    sigma: float | np.ndarray
+
+    def __post_init__(self) -> None:
+        if tuple(sorted(set(self.clique))) != tuple(self.clique):
+            raise InputError(f"a clique is a tuple of distinct increasing attribute indices. Found {self.clique}.")
+        sigma = np.asarray(self.sigma, dtype=float)
+        if not np.all(np.isfinite(sigma)) or np.any(sigma <= 0) or sigma.shape not in ((), np.shape(self.y)):
+            raise InputError(f"sigma must be > 0, a number or one per cell. Found shape {sigma.shape}.")
+
+    @property
+    def weight(self) -> np.ndarray | float:
+        return 1.0 / np.asarray(self.sigma, dtype=float) ** 2
+
+
+# ---------------------------------------------------------------------------------------------- structure
+def junction_tree(sizes: Sequence[int], cliques: Sequence[Clique]) -> tuple[list[Clique], list[tuple[int, int]]]:
+    """Maximal cliques of a triangulation of the cliques' interaction graph (every attribute in at least one) and
+    the edges of a junction tree over them (indices into the clique list; a forest is joined with empty
+    separators, so the result is always one tree)."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(len(sizes)))
+    for cl in cliques:
+        graph.add_edges_from(itertools.combinations(cl, 2))
+    elimination_cliques: list[frozenset] = []
+    work = graph.copy()
+    while work.number_of_nodes():
+        # greedy: eliminate the attribute whose clique (itself and its neighbours) has the smallest domain
+        def cost(v):
+            return math.prod(sizes[u] for u in work.neighbors(v)) * sizes[v]
+
+        v = min(sorted(work.nodes), key=cost)
+        neighbours = list(work.neighbors(v))
+        elimination_cliques.append(frozenset([v, *neighbours]))
+        work.add_edges_from(itertools.combinations(neighbours, 2))
+        work.remove_node(v)
+    maximal = [c for c in elimination_cliques if not any(c < other for other in elimination_cliques)]
+    maximal = sorted(set(maximal), key=lambda c: tuple(sorted(c)))
+    out = [tuple(sorted(c)) for c in maximal]
+    clique_graph = nx.Graph()
+    clique_graph.add_nodes_from(range(len(out)))
+    for i, j in itertools.combinations(range(len(out)), 2):
+        clique_graph.add_edge(i, j, weight=len(set(out[i]) & set(out[j])))
+    tree = nx.maximum_spanning_tree(clique_graph, weight="weight", algorithm="kruskal")
+    return out, sorted((min(a, b), max(a, b)) for a, b in tree.edges())
+
+
+def tree_size(sizes: Sequence[int], cliques: Sequence[Clique]) -> int:
+    """Cells over all maximal cliques of the junction tree of ``cliques`` (what a model of them stores)."""
+    maximal, _ = junction_tree(sizes, cliques)
+    return sum(math.prod(sizes[a] for a in c) for c in maximal)
+
+
+# ---------------------------------------------------------------------------------------------- factor helpers
+def _expand(table: np.ndarray, attrs: Clique, target: Clique, sizes: Sequence[int]) -> np.ndarray:
+    """``table`` over ``attrs`` as a broadcastable array over ``target`` (``attrs`` a subset, both increasing)."""
+    return table.reshape([sizes[a] if a in attrs else 1 for a in target])
+
+
+def _sum_to(table: np.ndarray, attrs: Clique, keep: Clique, log: bool = False) -> np.ndarray:
+    axes = tuple(i for i, a in enumerate(attrs) if a not in keep)
+    if not axes:
+        return table
+    return logsumexp(table, axis=axes) if log else table.sum(axis=axes)
+
+
+# ---------------------------------------------------------------------------------------------- the model
+class MarkovRandomField:
+    """Potentials on the maximal cliques of a junction tree over attributes of the given ``sizes``; ``total``
+    is the number of rows the marginals count (the DP row count)."""
+
+    def __init__(self, sizes: Sequence[int], cliques: Sequence[Clique], total: float,
+                 theta: dict[Clique, np.ndarray] | None = None):
+        """``theta``: log-potentials of attribute sets (a previous model's, for a warm start); each must lie in
+        one of this model's cliques."""
+        if not (math.isfinite(total) and total > 0):
+            raise InputError(f"total must be a finite number > 0. Found {total!r}.")
+        self.sizes = [int(s) for s in sizes]
+        self.total = float(total)
+        self.cliques, self.edges = junction_tree(self.sizes, list(cliques) + list(theta or {}))
+        self.theta = {c: np.asarray(t, dtype=float) for c, t in (theta or {}).items()}
+        self._order, self._parent = self._traversal()
+        self._assemble()
+        self.marginals: list[np.ndarray] = []
+        self.calibrate()
+
+    def _assemble(self) -> None:
+        """Clique potentials from ``theta``: each attribute set's table added to the smallest clique holding it."""
+        self.potentials = [np.zeros([self.sizes[a] for a in c]) for c in self.cliques]
+        for c, t in self.theta.items():
+            k = self.home(c)
+            if k is None:
+                raise InputError(f"attribute set {c} is not in the model; build it with that clique.")
+            self.potentials[k] = self.potentials[k] + _expand(t, c, self.cliques[k], self.sizes)
+
+    @classmethod
+    def from_marginals(cls, sizes: Sequence[int], cliques: Sequence[Clique], edges: Sequence[tuple[int, int]],
+                       marginals: Sequence[np.ndarray], total: float) -> MarkovRandomField:
+        """A model rebuilt from its stored junction tree and calibrated clique marginals (a model file): the
+        potentials log(mu_C / mu_S), with S the separator to its parent, give back the same distribution."""
+        self = cls.__new__(cls)
+        self.sizes, self.total = [int(s) for s in sizes], float(total)
+        self.cliques, self.edges = [tuple(c) for c in cliques], [tuple(e) for e in edges]
+        for c, m in zip(self.cliques, marginals):
+            if m.shape != tuple(self.sizes[a] for a in c):
+                raise InputError(f"stored marginal of clique {c} has shape {m.shape}.")
+        self._order, self._parent = self._traversal()
+        self.marginals = [np.asarray(m, dtype=float) for m in marginals]
+        self.theta = {}  # a stored model is sampled, not refitted
+        self.potentials = []
+        for k, (c, m) in enumerate(zip(self.cliques, self.marginals)):
+            log_m = np.log(np.maximum(m, 1e-300))
+            if k in self._parent:
+                sep = self._separator(k, self._parent[k])
+                log_m = log_m - _expand(np.log(np.maximum(_sum_to(m, c, sep), 1e-300)), sep, c, self.sizes)
+            self.potentials.append(log_m)
+        return self
+
+    # ------------------------------------------------------------------ structure helpers
+    def _traversal(self) -> tuple[list[int], dict[int, int]]:
+        tree = nx.Graph()
+        tree.add_nodes_from(range(len(self.cliques)))
+        tree.add_edges_from(self.edges)
+        order = list(nx.bfs_tree(tree, 0)) if self.cliques else []
+        parent = {child: par for par, child in nx.bfs_edges(tree, 0)} if self.cliques else {}
+        return order, parent
+
+    def _separator(self, i: int, j: int) -> Clique:
+        return tuple(sorted(set(self.cliques[i]) & set(self.cliques[j])))
+
+    def home(self, clique: Clique) -> int | None:
+        """Index of the smallest maximal clique containing ``clique`` (None if none does)."""
+        best = None
+        for k, c in enumerate(self.cliques):
+            if set(clique) <= set(c) and (best is None or len(c) < len(self.cliques[best])):
+                best = k
+        return best
+
+    def size(self) -> int:
+        return sum(p.size for p in self.potentials)
+
+    # ------------------------------------------------------------------ inference
+    def calibrate(self) -> list[np.ndarray]:
+        """Every maximal clique's marginal (counts summing to ``total``), by two passes of message passing."""
+        children: dict[int, list[int]] = {k: [] for k in range(len(self.cliques))}
+        for child, par in self._parent.items():
+            children[par].append(child)
+        up: dict[int, np.ndarray] = {}  # message child -> parent, over their separator (log)
+        for k in reversed(self._order):
+            belief = self.potentials[k].copy()
+            for ch in children[k]:
+                belief = belief + _expand(up[ch], self._separator(ch, k), self.cliques[k], self.sizes)
+            if k in self._parent:
+                up[k] = _sum_to(belief, self.cliques[k], self._separator(k, self._parent[k]), log=True)
+        down: dict[int, np.ndarray] = {}  # message parent -> child (log)
+        beliefs: dict[int, np.ndarray] = {}
+        for k in self._order:
+            belief = self.potentials[k].copy()
+            for ch in children[k]:
+                belief = belief + _expand(up[ch], self._separator(ch, k), self.cliques[k], self.sizes)
+            if k in self._parent:
+                belief = belief + _expand(down[k], self._separator(k, self._parent[k]), self.cliques[k], self.sizes)
+            beliefs[k] = belief
+            for ch in children[k]:
+                sep = self._separator(ch, k)
+                without = belief - _expand(up[ch], sep, self.cliques[k], self.sizes)
+                down[ch] = _sum_to(without, self.cliques[k], sep, log=True)
+        self.marginals = []
+        for k in range(len(self.cliques)):
+            b = beliefs[k]
+            self.marginals.append(self.total * np.exp(b - logsumexp(b)))
+        return self.marginals
+
+    def project(self, clique: Clique) -> np.ndarray:
+        """The model's marginal table of any attribute set: summed from a clique holding it, or else multiplied
+        along the smallest subtree whose cliques cover it (the joint of a connected subtree of a junction tree is
+        the product of its clique marginals over its separator marginals)."""
+        clique = tuple(sorted(clique))
+        k = self.home(clique)
+        if k is not None:
+            return _sum_to(self.marginals[k], self.cliques[k], clique)
+        tree = nx.Graph()
+        tree.add_nodes_from(range(len(self.cliques)))
+        tree.add_edges_from(self.edges)
+        holders = [next(i for i, c in enumerate(self.cliques) if a in c) for a in clique]
+        nodes = {holders[0]}
+        for h in holders[1:]:
+            nodes |= set(nx.shortest_path(tree, holders[0], h))
+        sub = tree.subgraph(nodes)
+        root = holders[0]
+        # walk the subtree from its root, carrying the joint of (query attributes seen, current separator)
+        factor, attrs = self.marginals[root] / self.total, self.cliques[root]
+        pending = [(root, child) for child in sub.neighbors(root)]
+        done = {root}
+        while pending:
+            par, k = pending.pop()
+            sep = self._separator(par, k)
+            keep = tuple(sorted(set(a for a in attrs if a in clique) | set(sep)
+                                | {a for p2, k2 in pending for a in self._separator(p2, k2)}))
+            factor, attrs = _sum_to(factor, attrs, keep), keep
+            cond = self.marginals[k] / np.maximum(_expand(_sum_to(self.marginals[k], self.cliques[k], sep), sep,
+                                                          self.cliques[k], self.sizes), 1e-300)
+            union = tuple(sorted(set(attrs) | set(self.cliques[k])))
+            factor = _expand(factor, attrs, union, self.sizes) * _expand(cond, self.cliques[k], union, self.sizes)
+            factor = np.broadcast_to(factor, [self.sizes[a] for a in union])
+            attrs = union
+            done.add(k)
+            pending += [(k, child) for child in sub.neighbors(k) if child not in done]
+        return self.total * _sum_to(np.asarray(factor), attrs, clique)
+
+    # ------------------------------------------------------------------ estimation
+    def _loss(self, measurements: Sequence[Measurement], homes: dict[Clique, int]
+              ) -> tuple[float, dict[Clique, np.ndarray], dict[Clique, np.ndarray]]:
+        """Gaussian negative log-likelihood of the measurements, its gradient on each measured clique's marginal,
+        and those marginals."""
+        grads: dict[Clique, np.ndarray] = {}
+        mus: dict[Clique, np.ndarray] = {}
+        value = 0.0
+        for m in measurements:
+            if m.clique not in mus:
+                k = homes[m.clique]
+                mus[m.clique] = _sum_to(self.marginals[k], self.cliques[k], m.clique)
+            diff = mus[m.clique] - m.y
+            value += 0.5 * float(np.sum(m.weight * diff ** 2))
+            grads[m.clique] = grads.get(m.clique, 0.0) + m.weight * diff
+        return value, grads, mus
+
+    def estimate(self, measurements: Sequence[Measurement], iterations: int = 500, *, tol: float = 1e-7,
+                 callback=None) -> float:
+        """Fit the potentials to ``measurements`` by mirror descent (warm start from the current ``theta``); returns
+        the final loss. Every measured clique must lie in one of the model's cliques. The parameters are one
+        log-potential per measured attribute set (``theta``), so a larger model can start from a smaller one's."""
+        homes = {}
+        for m in measurements:
+            k = self.home(m.clique)
+            if k is None:
+                raise InputError(f"clique {m.clique} is not in the model; build it with that clique.")
+            homes[m.clique] = k
+            self.theta.setdefault(m.clique, np.zeros([self.sizes[a] for a in m.clique]))
+        self._assemble()
+        self.calibrate()
+        loss, grads, mus = self._loss(measurements, homes)
+        # a step of 1 / (total * max weight) moves the marginals by about one noise sd: start there
+        max_w = max(float(np.max(m.weight)) for m in measurements)
+        step = 1.0 / (self.total * max_w)
+        for it in range(iterations):
+            old_theta, old_marg, old_loss, old_mus = self.theta, self.marginals, loss, mus
+            for _ in range(30):
+                self.theta = {c: t - step * grads[c] if c in grads else t for c, t in old_theta.items()}
+                self._assemble()
+                self.calibrate()
+                new_loss, new_grads, new_mus = self._loss(measurements, homes)
+                # Armijo: accept when the loss falls by at least half the linear prediction
+                predicted = sum(float(np.sum(g * (old_mus[c] - new_mus[c]))) for c, g in grads.items())
+                if old_loss - new_loss >= 0.5 * predicted:
+                    break
+                step *= 0.5
+            else:
+                self.theta, self.marginals = old_theta, old_marg
+                self._assemble()
+                break
+            loss, grads, mus = new_loss, new_grads, new_mus
+            step *= 1.5
+            if callback is not None:
+                callback(it, loss)
+            if old_loss - loss <= tol * max(old_loss, 1.0):
+                break
+        return loss
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` i.i.d. rows (attribute codes, shape (n, number of attributes)) drawn from the model."""
+        out = np.zeros((n, len(self.sizes)), dtype=np.int64)
+        if n == 0:
+            return out
+        for k in self._order:
+            clique, table = self.cliques[k], np.clip(self.marginals[k], 0, None)
+            sep = self._separator(k, self._parent[k]) if k in self._parent else ()
+            new = tuple(a for a in clique if a not in sep)
+            if not new:
+                continue
+            # table as (separator configuration, new-attribute configuration), rows normalised: p(new | sep)
+            order = [clique.index(a) for a in sep] + [clique.index(a) for a in new]
+            cond = np.transpose(table, order).reshape(math.prod(self.sizes[a] for a in sep), -1)
+            cond = cond + 1e-300
+            cond = cond / cond.sum(axis=1, keepdims=True)
+            rows = np.ravel_multi_index(tuple(out[:, a] for a in sep), [self.sizes[a] for a in sep]) if sep \
+                else np.zeros(n, dtype=np.int64)
+            cells = _draw_rows(cond, rows, rng)
+            for a, codes in zip(new, np.unravel_index(cells, [self.sizes[a] for a in new])):
+                out[:, a] = codes
+        return out
+
+
+def _draw_rows(cond: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """For each entry of ``rows``, one draw from the categorical distribution ``cond[row]``."""
+    out = np.empty(len(rows), dtype=np.int64)
+    u = rng.random(len(rows))
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    bounds = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        cdf = np.cumsum(cond[sorted_rows[a]])
+        idx = order[a:b]
+        out[idx] = np.minimum(np.searchsorted(cdf, u[idx] * cdf[-1], side="right"), cond.shape[1] - 1)
+    return out

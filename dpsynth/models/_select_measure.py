@@ -1,0 +1,80 @@
+"""What the select-measure-generate models share: the discrete domain, the counting backend, the graphical model
+they fit and sample, and its storage in a model file. The models (:mod:`dpsynth.models.mst`,
+:mod:`dpsynth.models.aim`) differ only in which marginals they select and how they spend the budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from dpsynth.errors import InputError
+from dpsynth.marginals.backends import BACKENDS, DuckDBBackend, NumPyBackend
+from dpsynth.marginals.domain import Discretizer
+from dpsynth.marginals.graphical_model import MarkovRandomField, Measurement
+from dpsynth.models.base import Synthesizer
+
+__all__ = ["SelectMeasureGenerate"]
+
+
+class SelectMeasureGenerate(Synthesizer):
+    """Base of MST and AIM: subclasses implement ``_select_and_measure`` and set ``self.model_`` (a fitted
+    :class:`~dpsynth.marginals.graphical_model.MarkovRandomField`) in it."""
+
+    def _check_params(self) -> None:
+        if self.backend not in BACKENDS:
+            raise InputError(f"hyper-parameter backend must be one of {', '.join(BACKENDS)}. Found {self.backend!r}.")
+        if self.max_bins < 2:
+            raise InputError(f"hyper-parameter max_bins must be an integer >= 2. Found {self.max_bins!r}.")
+
+    def _prepare(self, frame: pd.DataFrame) -> None:
+        self.discretizer_ = Discretizer.build(self.schema_, self.metadata_, self.max_bins)
+        sizes = self.discretizer_.sizes
+        if self.backend == "duckdb":
+            self._counts = DuckDBBackend(frame, self.discretizer_)
+        else:
+            self._counts = NumPyBackend(self.discretizer_.encode(frame), sizes)
+
+    def _metadata_measurements(self) -> list[Measurement]:
+        """The metadata phase's histograms as 1-way measurements (post-processing of DP releases; none when the
+        model is told not to reuse them or the metadata is exact)."""
+        if not self.reuse_metadata:
+            return []
+        out = []
+        for j in range(len(self.discretizer_.columns)):
+            m = self.discretizer_.metadata_measurement(j, self.metadata_)
+            if m is not None:
+                out.append(Measurement((j,), m[0], m[1]))
+        return out
+
+    def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
+        self._prepare(frame)
+        try:
+            self._select_and_measure(rng=rng, progress=progress)
+        finally:
+            self._counts = None  # the exact tables never outlive the fit
+
+    def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
+        codes = self.model_.sample(n, rng)
+        return self.discretizer_.decode(codes, rng)
+
+    # ------------------------------------------------------------------ storage
+    def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        tensors = {f"marginal_{k}": torch.from_numpy(np.ascontiguousarray(m, dtype=np.float64))
+                   for k, m in enumerate(self.model_.marginals)}
+        state = {"discretizer": self.discretizer_.to_dict(), "cliques": [list(c) for c in self.model_.cliques],
+                 "edges": [list(e) for e in self.model_.edges], "total": self.model_.total,
+                 "budget": self.budget_, "selected": [list(c) for c in self.selected_]}
+        return tensors, state
+
+    def _set_state(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
+        self.discretizer_ = Discretizer.from_dict(state["discretizer"])
+        cliques = [tuple(int(a) for a in c) for c in state["cliques"]]
+        marginals = [tensors[f"marginal_{k}"].numpy().astype(np.float64) for k in range(len(cliques))]
+        self.model_ = MarkovRandomField.from_marginals(self.discretizer_.sizes, cliques,
+                                                       [tuple(e) for e in state["edges"]], marginals,
+                                                       float(state["total"]))
+        self.budget_ = state.get("budget", {})
+        self.selected_ = [tuple(c) for c in state.get("selected", [])]

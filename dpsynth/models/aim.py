@@ -1,0 +1,190 @@
+"""AIM (McKenna, Mullins, Sheldon, Miklau, "AIM: An Adaptive and Iterative Mechanism for Differentially Private
+Synthetic Data", VLDB 2022): marginals chosen round by round where the current model is worst, measured with
+Gaussian noise, and fitted by a graphical model.
+
+Budget: what is left after the metadata phase, as rho-zCDP (:func:`~dpsynth.marginals.mechanisms.zcdp_budget`).
+With d attributes and T = 16 d nominal rounds, as in the paper (Algorithm 1):
+
+1. every 1-way marginal is measured at sigma = sqrt(T / (2 * 0.9 rho)) (the metadata phase's histograms are
+   added as free measurements of the same marginals, ``reuse_metadata``);
+2. each round spends 1 / (2 sigma^2) + epsilon^2 / 8 (epsilon = sqrt(8 * 0.1 rho / T) to start): the exponential
+   mechanism picks a marginal r among the *candidates* - the workload's cliques and their subsets (the
+   downward closure), each weighted by its overlap with the workload cliques - with quality
+   ``w_r * (||M_r(D) - M_r(model)||_1 - sqrt(2 / pi) * sigma * n_r)`` (n_r cells; sensitivity max_r w_r: one row
+   moves one cell of M_r(D) by 1), restricted to candidates that keep the model's junction tree within
+   ``max_model_size * rho_used / rho`` megabytes; r is measured at sigma and the model refitted (warm start);
+3. when the refitted marginal of r moved by less than the noise it was measured with (L1 change <= sqrt(2/pi)
+   sigma n_r), sigma is halved and epsilon doubled (each round then costs four times as much);
+4. when what is left is less than two rounds' cost, the last round spends exactly the rest.
+
+Workload: every pair of attributes (default), or, with ``target`` (a column name; ``target="auto"`` takes the
+schema's declared target), every triple that contains the target - the workload the paper uses when one column is
+to be predicted.
+
+Every selection (``ZCDpEvent(epsilon^2 / 8)``) and measurement (``GaussianDpEvent(sigma)``) is a ledger event; the
+ledger's RDP accountant composes them with the metadata phase into the (epsilon, delta) reported. Generation samples
+the final graphical model i.i.d. (:mod:`dpsynth.marginals.graphical_model`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from dpsynth.errors import InputError
+from dpsynth.marginals.domain import DEFAULT_MAX_BINS
+from dpsynth.marginals.graphical_model import MarkovRandomField, tree_size
+from dpsynth.marginals.mechanisms import exponential_rho, gaussian_rho, measure, select, zcdp_budget
+from dpsynth.models import register
+from dpsynth.models._select_measure import SelectMeasureGenerate
+from dpsynth.models.phase import budget_summary, json_number
+
+__all__ = ["AIM"]
+
+PHASE = "aim"
+_ROUNDS_PER_ATTRIBUTE = 16
+_MEASURE_SHARE = 0.9  # of each round's rho, as in the paper; the rest selects
+_NOISE_SCALE = math.sqrt(2.0 / math.pi)  # expected |N(0, 1)|
+
+
+@register
+class AIM(SelectMeasureGenerate):
+    """Adaptive and iterative marginal selection (see the module docstring).
+
+    ``target``: None (all 2-way marginals), a column name or "auto" (all 3-way marginals containing it);
+    ``max_model_size``: megabytes of the graphical model (float64 cells) at the end; ``round_iterations`` /
+    ``iterations``: mirror-descent steps per round / at the end; ``max_bins``: bins per numeric column;
+    ``backend``: "numpy" or "duckdb"."""
+
+    name = "aim"
+    phases = ("metadata", PHASE)
+    fast_params = {"round_iterations": 20, "iterations": 50, "max_model_size": 1.0}
+
+    def __init__(self, *, target: str = "", max_model_size: float = 80.0, round_iterations: int = 100,
+                 iterations: int = 1000, max_bins: int = DEFAULT_MAX_BINS, reuse_metadata: bool = True,
+                 backend: str = "numpy"):
+        self.target = target
+        self.max_model_size = max_model_size
+        self.round_iterations = round_iterations
+        self.iterations = iterations
+        self.max_bins = max_bins
+        self.reuse_metadata = reuse_metadata
+        self.backend = backend
+
+    # ------------------------------------------------------------------ workload
+    def _workload(self) -> dict[tuple[int, ...], float]:
+        names = self.discretizer_.names
+        d = len(names)
+        target = self.target
+        if target == "auto":
+            target = self.schema_.target or ""
+        if target and target not in names:
+            raise InputError(f"target must be one of the columns kept. Found {target!r}.")
+        if target and d >= 3:
+            t = names.index(target)
+            cliques = [tuple(sorted((t, a, b))) for a, b in itertools.combinations([j for j in range(d) if j != t], 2)]
+        else:
+            cliques = list(itertools.combinations(range(d), 2)) if d >= 2 else [(0,)]
+        return {c: 1.0 for c in cliques}
+
+    @staticmethod
+    def _candidates(workload: dict[tuple[int, ...], float]) -> dict[tuple[int, ...], float]:
+        """The downward closure of the workload (non-empty subsets), each weighted as in the paper's code by its
+        overlap with the workload: ``w_r = sum_s c_s |r & s|``, so a pair outweighs either of its attributes."""
+        closure = {sub for clique in workload for k in range(1, len(clique) + 1)
+                   for sub in itertools.combinations(clique, k)}
+        return {r: sum(c * len(set(r) & set(s)) for s, c in workload.items()) for r in sorted(closure)}
+
+    # ------------------------------------------------------------------ fit
+    def _select_and_measure(self, *, rng: np.random.Generator, progress: bool) -> None:
+        ledger, names, sizes = self.ledger_, self.discretizer_.names, self.discretizer_.sizes
+        d = len(sizes)
+        spent_before = ledger.epsilon()
+        rho = zcdp_budget(ledger) * (1 - 1e-6)
+        private = math.isfinite(rho)
+        rounds = _ROUNDS_PER_ATTRIBUTE * d
+        sigma = math.sqrt(rounds / (2 * _MEASURE_SHARE * rho)) if private else 1.0
+        epsilon = math.sqrt(8 * (1 - _MEASURE_SHARE) * rho / rounds) if private else math.inf
+        candidates = self._candidates(self._workload())
+        max_cells = self.max_model_size * 2 ** 20 / 8
+        measurements = [measure(self._counts, (j,), sigma, ledger=ledger, phase=PHASE, names=names, rng=rng)
+                        for j in range(d)]
+        rho_used = d * gaussian_rho(sigma) if private else 0.0
+        measurements += self._metadata_measurements()
+        model = MarkovRandomField(sizes, [(j,) for j in range(d)], self.metadata_.n_rows)
+        model.estimate(measurements, iterations=self.round_iterations)
+        selected: list[tuple[int, ...]] = []
+        log: list[dict] = []
+        bar = _progress(progress)
+        final = False
+        round_no = 0
+        while not final:
+            round_no += 1
+            if private:
+                left = rho - rho_used
+                if left < 2 * (gaussian_rho(sigma) + exponential_rho(epsilon)):
+                    # the last round spends exactly the rest, in the paper's 90/10 split
+                    sigma = math.sqrt(1 / (2 * _MEASURE_SHARE * left))
+                    epsilon = math.sqrt(8 * (1 - _MEASURE_SHARE) * left)
+                    final = True
+                rho_used += gaussian_rho(sigma) + exponential_rho(epsilon)
+                limit = max_cells * rho_used / rho
+            else:
+                final = round_no >= rounds
+                limit = max_cells
+            measured = {m.clique for m in measurements}
+            small = [c for c in candidates if self._fits(model, measured, c, limit)]
+            if not small:
+                break
+            scores = np.array([self._quality(model, c, candidates[c], sigma) for c in small])
+            if not private and scores.max() <= 0:
+                break  # exact measurements: nothing left that the model gets wrong
+            sensitivity = max(candidates[c] for c in small)
+            pick = small[select(scores, epsilon, sensitivity, ledger=ledger, phase=PHASE,
+                                label=f"round {round_no}", rng=rng)]
+            before = model.project(pick)
+            measurements.append(measure(self._counts, pick, sigma, ledger=ledger, phase=PHASE, names=names,
+                                        rng=rng))
+            selected.append(pick)
+            model = MarkovRandomField(sizes, [m.clique for m in measurements], self.metadata_.n_rows,
+                                      theta=model.theta)
+            model.estimate(measurements, iterations=self.round_iterations)
+            change = float(np.abs(model.project(pick) - before).sum())
+            log.append({"round": round_no, "clique": [names[a] for a in pick], "sigma": sigma, "epsilon": epsilon})
+            if private and change <= _NOISE_SCALE * sigma * before.size:
+                sigma, epsilon = sigma / 2, epsilon * 2
+            if bar is not None:
+                bar.set_postfix_str(f"rho {rho_used:.3g}/{rho:.3g}" if private else f"round {round_no}")
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        model.estimate(measurements, iterations=self.iterations)
+        self.model_, self.selected_ = model, selected
+        settings = {"mechanism": "aim", "rho": json_number(rho), "rounds": round_no, "workload": len(candidates),
+                    "target": self.target or None, "max_bins": self.max_bins,
+                    "selected": [[names[a] for a in c] for c in selected],
+                    "final_sigma": json_number(sigma), "model_cells": int(model.size()),
+                    "epsilon_after": json_number(ledger.epsilon())}
+        self.budget_ = budget_summary(ledger, n_dp=float(self.metadata_.n_rows), metadata_epsilon=spent_before,
+                                      phases=[(PHASE, settings)], shares={PHASE: 1.0})
+
+    def _fits(self, model: MarkovRandomField, measured: set, clique: tuple[int, ...], limit: float) -> bool:
+        """Whether adding ``clique`` keeps the model's junction tree within ``limit`` cells (the paper's filter)."""
+        if model.home(clique) is not None:
+            return model.size() <= limit
+        return tree_size(model.sizes, list(measured) + [clique]) <= limit
+
+    def _quality(self, model: MarkovRandomField, clique: tuple[int, ...], weight: float, sigma: float) -> float:
+        exact = self._counts.counts(clique)
+        error = float(np.abs(exact - model.project(clique)).sum())
+        return weight * (error - _NOISE_SCALE * sigma * exact.size)
+
+
+def _progress(enabled: bool):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(desc="AIM rounds", unit="round", leave=False)

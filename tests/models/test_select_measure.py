@@ -1,0 +1,182 @@
+"""MST and AIM: their mechanisms (noise level, exponential-mechanism probabilities), the ledger (every selection and
+measurement an event, the budget spent and not exceeded), what they learn (dependencies the floor model misses),
+the backends (DuckDB counts the same tables as NumPy) and audits that catch a missing noise term."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from dp_accounting import dp_event
+from noise_off import noise_off
+
+from dpsynth.attacks.audit import audit_model
+from dpsynth.marginals.backends import NumPyBackend
+from dpsynth.marginals.domain import Discretizer
+from dpsynth.marginals.mechanisms import exponential_rho, gaussian_rho, measure, select, zcdp_budget
+from dpsynth.models.aim import AIM
+from dpsynth.models.marginals import Marginals
+from dpsynth.models.mst import MST
+from dpsynth.privacy.accounting import epsilon_of
+from dpsynth.privacy.ledger import PrivacyLedger
+
+
+def _rho_of(entry) -> float:
+    event = entry.event
+    if isinstance(event, dp_event.ZCDpEvent):
+        return event.rho * entry.count
+    if isinstance(event, dp_event.GaussianDpEvent):
+        return gaussian_rho(event.noise_multiplier) * entry.count
+    raise AssertionError(f"unexpected event {event}")
+
+
+# ---------------------------------------------------------------------------------------------- mechanisms
+def test_zcdp_budget_is_the_largest_rho_the_ledger_allows():
+    ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-5)
+    rho = zcdp_budget(ledger)
+    assert epsilon_of([(dp_event.ZCDpEvent(rho), 1)], 1e-5) <= 1.0
+    assert epsilon_of([(dp_event.ZCDpEvent(rho * 1.01), 1)], 1e-5) > 1.0
+    # the textbook conversion eps = rho + 2 sqrt(rho log(1/delta)) is looser: the RDP one allows more rho
+    textbook = (math.sqrt(math.log(1e5) + 1.0) - math.sqrt(math.log(1e5))) ** 2
+    assert rho > textbook
+    ledger.spend(dp_event.GaussianDpEvent(10.0), phase="metadata", mechanism="a count")
+    assert zcdp_budget(ledger) < rho
+    assert math.isinf(zcdp_budget(PrivacyLedger(target_epsilon=math.inf, target_delta=1e-5)))
+
+
+def test_measure_adds_noise_of_the_recorded_sigma():
+    codes = np.random.default_rng(0).integers(0, 4, size=(5000, 2)).astype(np.int32)
+    backend = NumPyBackend(codes, [4, 4])
+    ledger = PrivacyLedger(target_epsilon=1000.0, target_delta=1e-5)
+    rng = np.random.default_rng(1)
+    errors = []
+    for _ in range(200):
+        m = measure(backend, (0, 1), 3.0, ledger=ledger, phase="mst", names=["a", "b"], rng=rng)
+        errors.append(m.y - backend.counts((0, 1)))
+    errors = np.array(errors).ravel()
+    assert errors.std() == pytest.approx(3.0, rel=0.05) and abs(errors.mean()) < 0.2
+    entry = ledger.entries[0]
+    assert entry.count == 200 and entry.event == dp_event.GaussianDpEvent(3.0)
+
+
+def test_exponential_mechanism_picks_with_the_documented_probabilities():
+    """P(r) ~ exp(eps * score / (2 * sensitivity)): a factor 2 lost (or gained) moves these frequencies far."""
+    scores = np.array([0.0, 1.0, 2.0, 4.0])
+    eps, sens = 1.5, 2.0
+    ledger = PrivacyLedger(target_epsilon=1e6, target_delta=1e-5)
+    rng = np.random.default_rng(2)
+    n = 20_000
+    picks = np.bincount([select(scores, eps, sens, ledger=ledger, phase="aim", label="t", rng=rng)
+                         for _ in range(n)], minlength=4) / n
+    expected = np.exp(eps * scores / (2 * sens))
+    expected /= expected.sum()
+    assert np.all(np.abs(picks - expected) < 5 * np.sqrt(expected * (1 - expected) / n))
+    assert ledger.entries[0].event == dp_event.ZCDpEvent(exponential_rho(eps)) and ledger.entries[0].count == n
+
+
+# ---------------------------------------------------------------------------------------------- the models
+@pytest.fixture(scope="module")
+def fitted(adult, adult_schema):
+    train = adult[0].sample(8000, random_state=0).reset_index(drop=True)
+    models = {}
+    for cls, params in ((MST, {"iterations": 200}), (AIM, {"round_iterations": 30, "iterations": 200}),
+                        (Marginals, {})):
+        models[cls.name] = cls(**params).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    return train, models
+
+
+def test_every_selection_and_measurement_is_in_the_ledger(fitted):
+    train, models = fitted
+    for name in ("mst", "aim"):
+        model = models[name]
+        ledger = model.ledger_
+        assert ledger.epsilon() <= 1.0 + 1e-9
+        assert ledger.epsilon() >= 0.99  # the whole budget is spent
+        entries = [e for e in ledger.entries if e.phase == name]
+        rho = model.budget_["phases"][name]["rho"]
+        assert sum(_rho_of(e) for e in entries) == pytest.approx(rho, rel=1e-4)
+        selects = sum(e.count for e in entries if e.mechanism.startswith("select"))
+        measures = sum(e.count for e in entries if e.mechanism.startswith("measure"))
+        d = len(model.schema_)
+        if name == "mst":
+            assert selects == d - 1 and measures == d + d - 1
+            assert len(model.selected_) == d - 1
+        else:
+            assert selects == len(model.selected_) and measures == d + selects
+            cells = model.budget_["phases"]["aim"]["model_cells"]
+            assert cells * 8 <= 80 * 2 ** 20
+
+
+def test_they_learn_the_dependencies_the_floor_model_misses(fitted):
+    """relationship x sex and marital-status x relationship are strongly dependent in Adult: MST's tree and AIM's
+    selection must carry them, the independent-marginals floor cannot (TVD well apart, not a noise margin)."""
+    train, models = fitted
+
+    def tvd(synthetic, a, b):
+        real = pd.crosstab(train[a], train[b], normalize=True)
+        syn = pd.crosstab(synthetic[a], synthetic[b], normalize=True).reindex_like(real).fillna(0.0)
+        return 0.5 * float(np.abs(real - syn).to_numpy().sum())
+
+    samples = {k: m.sample(20_000, seed=1) for k, m in models.items()}
+    for a, b in (("relationship", "sex"), ("marital-status", "relationship")):
+        floor = tvd(samples["marginals"], a, b)
+        assert floor > 0.15
+        for name in ("mst", "aim"):
+            assert tvd(samples[name], a, b) < floor / 3, (name, a, b)
+
+
+def test_samples_stay_in_the_schema_domain(fitted, adult_schema):
+    _, models = fitted
+    for name in ("mst", "aim"):
+        sample = models[name].sample(5000, seed=2)
+        for col in adult_schema.columns:
+            if col.is_discrete:
+                assert set(sample[col.name].dropna()) <= set(col.categories)
+                assert col.nullable or sample[col.name].notna().all()
+            else:
+                values = sample[col.name].dropna().to_numpy(dtype=float)
+                assert values.min() >= col.lower and values.max() <= col.upper
+
+
+def test_aim_target_workload_holds_triples_with_the_target(adult, adult_schema):
+    train = adult[0].sample(3000, random_state=1).reset_index(drop=True)
+    model = AIM(target="income", round_iterations=20, iterations=50, max_model_size=4.0)
+    model.fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    income = model.discretizer_.names.index("income")
+    d = len(model.discretizer_.names)
+    # the downward closure of the C(d-1, 2) triples with the target: those triples, every pair, every attribute
+    assert model.budget_["phases"]["aim"]["workload"] == math.comb(d - 1, 2) + math.comb(d, 2) + d
+    assert all(len(c) < 3 or income in c for c in model.selected_)
+    assert any(income in c for c in model.selected_)
+
+
+# ---------------------------------------------------------------------------------------------- backends
+def test_duckdb_counts_the_same_tables(adult, adult_schema):
+    pytest.importorskip("duckdb")
+    from dpsynth.data.discovery import resolve_schema
+    from dpsynth.data.frame import conform
+    from dpsynth.marginals.backends import DuckDBBackend
+
+    train = adult[0].sample(4000, random_state=2).reset_index(drop=True)
+    ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-5)
+    schema, meta = resolve_schema(train, adult_schema, ledger=ledger, share=0.1, rng=np.random.default_rng(0))
+    frame = conform(train, schema)
+    disc = Discretizer.build(schema, meta)
+    numpy_counts = NumPyBackend(disc.encode(frame), disc.sizes)
+    duck = DuckDBBackend(frame, disc)
+    for clique in [(0,), (1, 3), (0, 4, 14), (10, 11)]:
+        np.testing.assert_array_equal(duck.counts(clique), numpy_counts.counts(clique))
+
+
+# ---------------------------------------------------------------------------------------------- audits
+@pytest.mark.parametrize("name", ["mst", "aim:round_iterations=10,iterations=30"])
+def test_one_run_audit_catches_the_missing_noise(adult, name):
+    kwargs = {"epsilon": 1.0, "delta": 1e-5, "mode": "one-run", "n_canaries": 100, "n_synthetic": 20_000,
+              "executor": "sequential", "seed": 0}
+    with noise_off():
+        broken = audit_model(name, adult[0], **kwargs)
+    dp = audit_model(name, adult[0], **kwargs)
+    assert broken.epsilon <= 1.0 + 1e-9 and broken.verdict == "exceeds"
+    assert dp.verdict == "consistent" and dp.eps_lb <= 1.0
