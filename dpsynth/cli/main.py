@@ -24,7 +24,7 @@ __all__ = ["main", "build_parser"]
 
 # Subcommands contributed by other packages: module -> names of its add_parsers / run functions
 _PLUGINS = ("dpsynth.cli.evaluate", "dpsynth.cli.attack")
-DEMO_MODEL = "dp-tldm"
+DEMO_MODEL = "aim"
 _EXIT_USER_ERROR = 2
 _EXIT_BROKEN_PIPE = 141
 
@@ -101,6 +101,9 @@ def _add_fit(sub) -> None:
     p.add_argument("--sep", help="CSV field separator (default ',', tab for .tsv)")
     p.add_argument("--metadata-share", type=float, default=0.1, help="share of epsilon for metadata")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
+    p.add_argument("--backend", choices=["numpy", "duckdb"], default=None,
+                   help="where the marginal count tables of mst / aim are computed: 'numpy' in memory (default) or "
+                   "'duckdb' (SQL, spills to disk)")
     p.add_argument("--seed", type=int, help="reproducible fit; whoever knows the seed can replay the DP noise: "
                    "keep it secret, or leave it out for a release")
     p.add_argument("--dtypes", choices=["public", "private"], default=None,
@@ -290,7 +293,12 @@ def _cmd_fit(args) -> int:
     check_output_path(args.out)
     from dpsynth.models import get_model_class
 
-    get_model_class(args.model)  # an unknown model name is one error line before any data is read
+    model_cls = get_model_class(args.model)  # an unknown model name is one error line before any data is read
+    if args.backend is not None and "backend" not in model_cls._param_names():
+        from dpsynth.errors import InputError
+
+        raise InputError(f"--backend applies to the models that count marginals (mst, aim). Found --model "
+                         f"{args.model}.")
     schema = Schema.load(args.schema) if args.schema else None
     dtypes = args.dtypes or _default_dtypes(args.data)
     train, _, bundled_schema, _ = load_table(args.data, as_text=schema is None and dtypes == "private", sep=args.sep)
@@ -298,6 +306,8 @@ def _cmd_fit(args) -> int:
         schema = bundled_schema
         print(f"dpsynth: using the public schema shipped for '{args.data}'", file=sys.stderr)
     params = _parse_params(args.param)
+    if args.backend is not None:
+        params["backend"] = args.backend
     if schema is None and not math.isinf(args.epsilon) and not args.quiet and 0 < args.metadata_share < 1:
         from dpsynth.data.discovery import plan_discovery
 

@@ -111,7 +111,12 @@ def _sum_to(table: np.ndarray, attrs: Clique, keep: Clique, log: bool = False) -
     axes = tuple(i for i, a in enumerate(attrs) if a not in keep)
     if not axes:
         return table
-    return logsumexp(table, axis=axes) if log else table.sum(axis=axes)
+    if not log:
+        return table.sum(axis=axes)
+    # log-sum-exp without scipy's per-call overhead (this is the inner loop of estimation)
+    top = table.max(axis=axes, keepdims=True)
+    out = np.log(np.exp(table - top).sum(axis=axes)) + np.squeeze(top, axis=axes)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- the model

@@ -82,6 +82,6 @@ def select(scores: np.ndarray, epsilon: float, sensitivity: float, *, ledger, ph
     if not (epsilon > 0 and sensitivity > 0):
         raise InputError(f"epsilon and sensitivity must be > 0. Found {epsilon!r}, {sensitivity!r}.")
     ledger.spend(dp_event.ZCDpEvent(exponential_rho(epsilon)), phase=phase, mechanism=f"select {label}",
-                 epsilon=float(epsilon), sensitivity=float(sensitivity), candidates=len(scores))
+                 epsilon=float(epsilon), sensitivity=float(sensitivity))
     logits = epsilon * scores / (2.0 * sensitivity)
     return int(np.argmax(logits + rng.gumbel(size=len(scores))))

@@ -47,6 +47,9 @@ PHASE = "aim"
 _ROUNDS_PER_ATTRIBUTE = 16
 _MEASURE_SHARE = 0.9  # of each round's rho, as in the paper; the rest selects
 _NOISE_SCALE = math.sqrt(2.0 / math.pi)  # expected |N(0, 1)|
+#: a round's refit stops when an iteration lowers the loss by less than this fraction (warm starts converge fast)
+_ROUND_TOL = 1e-4
+_FINAL_TOL = 1e-6
 
 
 @register
@@ -62,7 +65,7 @@ class AIM(SelectMeasureGenerate):
     phases = ("metadata", PHASE)
     fast_params = {"round_iterations": 20, "iterations": 50, "max_model_size": 1.0}
 
-    def __init__(self, *, target: str = "", max_model_size: float = 80.0, round_iterations: int = 100,
+    def __init__(self, *, target: str = "", max_model_size: float = 16.0, round_iterations: int = 100,
                  iterations: int = 1000, max_bins: int = DEFAULT_MAX_BINS, reuse_metadata: bool = True,
                  backend: str = "numpy"):
         self.target = target
@@ -143,14 +146,14 @@ class AIM(SelectMeasureGenerate):
                 break  # exact measurements: nothing left that the model gets wrong
             sensitivity = max(candidates[c] for c in small)
             pick = small[select(scores, epsilon, sensitivity, ledger=ledger, phase=PHASE,
-                                label=f"round {round_no}", rng=rng)]
+                                label="a marginal", rng=rng)]
             before = model.project(pick)
             measurements.append(measure(self._counts, pick, sigma, ledger=ledger, phase=PHASE, names=names,
                                         rng=rng))
             selected.append(pick)
             model = MarkovRandomField(sizes, [m.clique for m in measurements], self.metadata_.n_rows,
                                       theta=model.theta)
-            model.estimate(measurements, iterations=self.round_iterations)
+            model.estimate(measurements, iterations=self.round_iterations, tol=_ROUND_TOL)
             change = float(np.abs(model.project(pick) - before).sum())
             log.append({"round": round_no, "clique": [names[a] for a in pick], "sigma": sigma, "epsilon": epsilon})
             if private and change <= _NOISE_SCALE * sigma * before.size:
@@ -160,7 +163,7 @@ class AIM(SelectMeasureGenerate):
                 bar.update(1)
         if bar is not None:
             bar.close()
-        model.estimate(measurements, iterations=self.iterations)
+        model.estimate(measurements, iterations=self.iterations, tol=_FINAL_TOL)
         self.model_, self.selected_ = model, selected
         settings = {"mechanism": "aim", "rho": json_number(rho), "rounds": round_no, "workload": len(candidates),
                     "target": self.target or None, "max_bins": self.max_bins,

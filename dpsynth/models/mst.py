@@ -94,7 +94,7 @@ class MST(SelectMeasureGenerate):
         for _ in range(d - 1):
             candidates = [p for p in pairs if components[p[0]] != components[p[1]]]
             k = select(np.array([scores[p] for p in candidates]), epsilon, 1.0, ledger=self.ledger_, phase=PHASE,
-                       label=f"tree edge {len(chosen) + 1} of {d - 1}", rng=rng)
+                       label="a tree edge", rng=rng)
             a, b = candidates[k]
             components.union(a, b)
             chosen.append((a, b))

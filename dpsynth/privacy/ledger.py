@@ -312,7 +312,9 @@ class PrivacyLedger:
             lines.append("  per phase (each alone): " + ", ".join(f"{k} {v:.4g}" for k, v in phases.items()))
         gdp = self.gdp()  # raw floats (inf prints as inf)
         if gdp is not None:
-            partial = f" (not covering {', '.join(gdp['not_covered'])})" if gdp["not_covered"] else ""
+            missed = gdp["not_covered"]
+            listed = ", ".join(missed[:3]) + (f" and {len(missed) - 3} more" if len(missed) > 3 else "")
+            partial = f" (not covering {listed})" if missed else ""
             lines.append(
                 f"  Gaussian-DP view{partial} (an approximation, not the guarantee): mu = {gdp['mu_clt']:.4g} "
                 f"(Poisson CLT), {gdp['mu_seed004']:.4g} (seed 004); separation = {gdp['separation_clt']:.4g} "

@@ -1,0 +1,75 @@
+"""The discrete domain: cells from DP metadata only, equal-DP-mass numeric bins, encode/decode that stay in the
+schema's domain, metadata histograms as measurements with the right noise, DuckDB reading a file like NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsynth.data.discovery import resolve_schema
+from dpsynth.data.frame import conform
+from dpsynth.data.metadata import DPMetadata, NumericHistogram
+from dpsynth.data.schema import Column, Schema
+from dpsynth.marginals.backends import NumPyBackend
+from dpsynth.marginals.domain import Discretizer
+from dpsynth.privacy.ledger import PrivacyLedger
+
+
+def _numeric(counts, lower=0.0, upper=64.0, nullable=False, specials=()):
+    col = Column("x", "mixed" if specials else "continuous", nullable=nullable, lower=lower, upper=upper,
+                 special_values=specials)
+    edges = np.linspace(lower, upper, len(counts) + 1)
+    hist = NumericHistogram(edges, np.asarray(counts, float), {s: 50.0 for s in specials}, 10.0 if nullable else 0)
+    return Schema((col,)), DPMetadata(float(sum(counts)) + 60, {"x": hist}, sigma=4.0)
+
+
+def test_numeric_bins_follow_the_dp_mass():
+    counts = np.r_[np.full(8, 1000.0), np.zeros(56)]  # all the mass in the first 8 of 64 fine bins
+    schema, meta = _numeric(counts)
+    cells = Discretizer.build(schema, meta, max_bins=8).columns[0]
+    assert cells.n_bins <= 8 and cells.size == cells.n_bins
+    # most bins go where the rows are: at least 5 of them inside [0, 8)
+    assert np.sum(cells.edges[1:] <= 8.0 + 1e-9) >= 5
+    assert cells.edges[0] == 0.0 and cells.edges[-1] == 64.0
+
+
+def test_encode_decode_round_trip_stays_in_the_domain():
+    schema, meta = _numeric(np.full(64, 100.0), nullable=True, specials=(0.0,))
+    disc = Discretizer.build(schema, meta, max_bins=16)
+    cells = disc.columns[0]
+    assert cells.size == cells.n_bins + 2  # a special value and a missing cell
+    values = pd.DataFrame({"x": [0.0, np.nan, 3.3, 63.9, 64.0, 17.0]})
+    codes = disc.encode(values)[:, 0]
+    assert codes[0] == cells.n_bins and codes[1] == cells.missing_cell
+    decoded = disc.decode(codes[:, None], np.random.default_rng(0))["x"].to_numpy()
+    assert decoded[0] == 0.0 and np.isnan(decoded[1])
+    for value, back, code in zip(values["x"][2:], decoded[2:], codes[2:]):
+        assert cells.edges[code] <= back <= cells.edges[code + 1]  # drawn inside the value's bin
+
+
+def test_metadata_histogram_is_a_measurement_with_summed_noise():
+    schema, meta = _numeric(np.arange(64, dtype=float), nullable=True)
+    disc = Discretizer.build(schema, meta, max_bins=8)
+    y, sigma = disc.metadata_measurement(0, meta)
+    groups = disc.columns[0].groups()
+    np.testing.assert_allclose(y[:-1], np.bincount(groups, weights=np.arange(64.0)))
+    # a cell uniting k fine bins has noise sd sqrt(k) sigma
+    np.testing.assert_allclose(sigma[:-1], 4.0 * np.sqrt(np.bincount(groups)))
+    assert y[-1] == 10.0 and sigma[-1] == 4.0
+
+
+def test_duckdb_reads_a_file_as_numpy_counts_the_frame(adult, adult_schema, tmp_path):
+    pytest.importorskip("duckdb")
+    from dpsynth.marginals.backends import DuckDBBackend
+
+    train = adult[0].sample(3000, random_state=3).reset_index(drop=True)
+    schema, meta = resolve_schema(train, adult_schema, ledger=PrivacyLedger(target_epsilon=1.0, target_delta=1e-5),
+                                  share=0.1, rng=np.random.default_rng(0))
+    frame = conform(train, schema)
+    disc = Discretizer.build(schema, meta)
+    path = tmp_path / "adult.parquet"
+    frame.to_parquet(path)
+    ours, duck = NumPyBackend(disc.encode(frame), disc.sizes), DuckDBBackend(path, disc)
+    for clique in [(1,), (0, 14), (3, 5, 14)]:
+        np.testing.assert_array_equal(duck.counts(clique), ours.counts(clique))
