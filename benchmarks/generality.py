@@ -50,7 +50,7 @@ import pandas as pd
 
 TABLES = ("loan", "king", "housing", "cardio", "wine", "breast_cancer", "digits", "fertility", "fair", "randhie",
           "cars", "seattle_weather", "airports")
-MODELS = ("marginals", "dp-tldm", "dp-auto-gan")
+MODELS = ("marginals", "aim", "mst", "dp-tldm", "dp-auto-gan")
 MAX_PAIRS = 300
 
 

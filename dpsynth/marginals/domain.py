@@ -121,10 +121,12 @@ class Discretizer:
                 continue
             if not isinstance(hist, NumericHistogram):
                 raise InputError(f"Column '{col.name}': numeric column without a numeric DP histogram.")
-            edges = _coarse_edges(np.asarray(hist.edges, float), np.asarray(hist.counts, float), max_bins)
+            # noisy counts below 2 noise sds are read as empty (post-processing): clipped noise alone would give
+            # every empty bin of a long tail ~0.4 sigma of mass, and rows would be drawn out there
+            weights = np.clip(np.asarray(hist.counts, float) - 2.0 * float(metadata.sigma or 0.0), 0, None)
+            edges = _coarse_edges(np.asarray(hist.edges, float), weights, max_bins)
             out.append(ColumnCells(col.name, "numeric", col.nullable, (), edges, np.asarray(hist.edges, float),
-                                   np.clip(np.asarray(hist.counts, float), 0, None), tuple(col.special_values),
-                                   col.rounds))
+                                   weights, tuple(col.special_values), col.rounds))
         return cls(out)
 
     @property
