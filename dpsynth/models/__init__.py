@@ -27,6 +27,7 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "dp-auto-gan": ("dpsynth.models.dp_auto_gan", ("metadata", "autoencoder", "gan")),
     "mst": ("dpsynth.models.mst", ("metadata", "mst")),
     "aim": ("dpsynth.models.aim", ("metadata", "aim")),
+    "batch-aim": ("dpsynth.models.batch_aim", ("metadata", "aim")),
 }
 _MODULES = tuple(module for module, _ in BUILTIN.values())
 _loaded = False

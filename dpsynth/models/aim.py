@@ -119,44 +119,50 @@ class AIM(SelectMeasureGenerate):
         model = MarkovRandomField(sizes, [(j,) for j in range(d)], self.metadata_.n_rows)
         model.estimate(measurements, iterations=self.round_iterations)
         selected: list[tuple[int, ...]] = []
-        log: list[dict] = []
         bar = _progress(progress)
         final = False
         round_no = 0
         while not final:
             round_no += 1
+            picks_per_round = self._per_round()
             if private:
                 left = rho - rho_used
-                if left < 2 * (gaussian_rho(sigma) + exponential_rho(epsilon)):
+                cost = picks_per_round * (gaussian_rho(sigma) + exponential_rho(epsilon))
+                if left < 2 * cost:
                     # the last round spends exactly the rest, in the paper's 90/10 split
-                    sigma = math.sqrt(1 / (2 * _MEASURE_SHARE * left))
-                    epsilon = math.sqrt(8 * (1 - _MEASURE_SHARE) * left)
+                    sigma = math.sqrt(picks_per_round / (2 * _MEASURE_SHARE * left))
+                    epsilon = math.sqrt(8 * (1 - _MEASURE_SHARE) * left / picks_per_round)
                     final = True
-                rho_used += gaussian_rho(sigma) + exponential_rho(epsilon)
+                rho_used += picks_per_round * (gaussian_rho(sigma) + exponential_rho(epsilon))
                 limit = max_cells * rho_used / rho
             else:
                 final = round_no >= rounds
                 limit = max_cells
             measured = {m.clique for m in measurements}
-            small = [c for c in candidates if self._fits(model, measured, c, limit)]
-            if not small:
+            picks, before = [], []
+            for _ in range(picks_per_round):
+                small = [c for c in candidates if c not in picks and self._fits(model, measured | set(picks), c,
+                                                                                 limit)]
+                if not small:
+                    break
+                scores = np.array([self._quality(model, c, candidates[c], sigma) for c in small])
+                if not private and scores.max() <= 0:
+                    break  # exact measurements: nothing left that the model gets wrong
+                sensitivity = max(candidates[c] for c in small)
+                pick = small[select(scores, epsilon, sensitivity, ledger=ledger, phase=PHASE,
+                                    label="a marginal", rng=rng)]
+                picks.append(pick)
+                before.append(model.project(pick))
+                measurements.append(measure(self._counts, pick, sigma, ledger=ledger, phase=PHASE, names=names,
+                                            rng=rng))
+            if not picks:
                 break
-            scores = np.array([self._quality(model, c, candidates[c], sigma) for c in small])
-            if not private and scores.max() <= 0:
-                break  # exact measurements: nothing left that the model gets wrong
-            sensitivity = max(candidates[c] for c in small)
-            pick = small[select(scores, epsilon, sensitivity, ledger=ledger, phase=PHASE,
-                                label="a marginal", rng=rng)]
-            before = model.project(pick)
-            measurements.append(measure(self._counts, pick, sigma, ledger=ledger, phase=PHASE, names=names,
-                                        rng=rng))
-            selected.append(pick)
+            selected += picks
             model = MarkovRandomField(sizes, [m.clique for m in measurements], self.metadata_.n_rows,
                                       theta=model.theta)
             model.estimate(measurements, iterations=self.round_iterations, tol=_ROUND_TOL)
-            change = float(np.abs(model.project(pick) - before).sum())
-            log.append({"round": round_no, "clique": [names[a] for a in pick], "sigma": sigma, "epsilon": epsilon})
-            if private and change <= _NOISE_SCALE * sigma * before.size:
+            change = sum(float(np.abs(model.project(p) - b).sum()) for p, b in zip(picks, before))
+            if private and change <= _NOISE_SCALE * sigma * sum(b.size for b in before):
                 sigma, epsilon = sigma / 2, epsilon * 2
             if bar is not None:
                 bar.set_postfix_str(f"rho {rho_used:.3g}/{rho:.3g}" if private else f"round {round_no}")
@@ -172,6 +178,10 @@ class AIM(SelectMeasureGenerate):
                     "epsilon_after": json_number(ledger.epsilon())}
         self.budget_ = budget_summary(ledger, n_dp=float(self.metadata_.n_rows), metadata_epsilon=spent_before,
                                       phases=[(PHASE, settings)], shares={PHASE: 1.0})
+
+    def _per_round(self) -> int:
+        """Marginals selected and measured per round, between two refits (1 in AIM)."""
+        return 1
 
     def _fits(self, model: MarkovRandomField, measured: set, clique: tuple[int, ...], limit: float) -> bool:
         """Whether adding ``clique`` keeps the model's junction tree within ``limit`` cells (the paper's filter)."""
