@@ -106,7 +106,11 @@ def _cell_sql(cells) -> str:
     parts = [f"WHEN {name} IS NULL THEN {missing}"]
     if cells.kind == "categorical":
         for i, c in enumerate(cells.categories):
-            parts.append(f"WHEN CAST({name} AS VARCHAR) = {_literal(str(c))} THEN {i}")
+            if isinstance(c, (bool, np.bool_)):  # DuckDB spells booleans 'true' / 'false' as text
+                test = f"TRY_CAST({name} AS BOOLEAN) = {_literal(c)}"
+            else:
+                test = f"CAST({name} AS VARCHAR) = {_literal(str(c))}"
+            parts.append(f"WHEN {test} THEN {i}")
         other = cells.categories.index("__other__") if "__other__" in cells.categories else missing
         parts.append(f"ELSE {other}")
     else:

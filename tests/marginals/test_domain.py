@@ -73,3 +73,23 @@ def test_duckdb_reads_a_file_as_numpy_counts_the_frame(adult, adult_schema, tmp_
     ours, duck = NumPyBackend(disc.encode(frame), disc.sizes), DuckDBBackend(path, disc)
     for clique in [(1,), (0, 14), (3, 5, 14)]:
         np.testing.assert_array_equal(duck.counts(clique), ours.counts(clique))
+
+
+def test_duckdb_matches_numpy_on_booleans_integers_and_missing_values():
+    pytest.importorskip("duckdb")
+    from dpsynth.marginals.backends import DuckDBBackend
+
+    rng = np.random.default_rng(5)
+    n = 2000
+    frame = pd.DataFrame({"flag": rng.random(n) < 0.3, "code": rng.choice([1, 2, 3], n),
+                          "x": np.where(rng.random(n) < 0.1, np.nan, rng.normal(50, 10, n))})
+    schema = Schema((Column("flag", "binary", categories=(False, True)),
+                     Column("code", "categorical", categories=(1, 2, 3)),
+                     Column("x", "continuous", nullable=True, lower=0.0, upper=100.0)))
+    schema, meta = resolve_schema(frame, schema, ledger=PrivacyLedger(target_epsilon=1.0, target_delta=1e-5),
+                                  share=0.1, rng=np.random.default_rng(0))
+    frame = conform(frame, schema)
+    disc = Discretizer.build(schema, meta)
+    ours, duck = NumPyBackend(disc.encode(frame), disc.sizes), DuckDBBackend(frame, disc)
+    for clique in [(0,), (1,), (2,), (0, 1, 2)]:
+        np.testing.assert_array_equal(duck.counts(clique), ours.counts(clique))
