@@ -1,8 +1,8 @@
 """dpsynth: differentially private synthetic data, with one honest privacy ledger per model.
 
-    from dpsynth import DPTLDM, PrivacyBudget, datasets
+    from dpsynth import AIM, PrivacyBudget, datasets
     adult = datasets.load("adult")
-    model = DPTLDM().fit(adult.train, PrivacyBudget(epsilon=1.0, delta=1e-5), schema=adult.schema)
+    model = AIM().fit(adult.train, PrivacyBudget(epsilon=1.0, delta=1e-5), schema=adult.schema)
     synthetic = model.sample()
 """
 
@@ -28,17 +28,23 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time the names belo
     from dpsynth.datasets import Dataset
     from dpsynth.evaluation.core import evaluate
     from dpsynth.models import available_models, get_model_class, load_model
+    from dpsynth.models.aim import AIM
     from dpsynth.models.base import Synthesizer
+    from dpsynth.models.batch_aim import BatchAIM
     from dpsynth.models.checks import check_synthesizer
     from dpsynth.models.dp_auto_gan import DPAutoGAN
     from dpsynth.models.dp_tldm import DPTLDM
     from dpsynth.models.marginals import Marginals
+    from dpsynth.models.mst import MST
     from dpsynth.privacy.budget import PrivacyBudget
 
 __all__ = [
     "__version__",
     "Synthesizer",
     "Marginals",
+    "AIM",
+    "MST",
+    "BatchAIM",
     "DPTLDM",
     "DPAutoGAN",
     "PrivacyBudget",
@@ -73,6 +79,9 @@ _LAZY = {
     "evaluate": "dpsynth.evaluation.core",
     "Synthesizer": "dpsynth.models.base",
     "Marginals": "dpsynth.models.marginals",
+    "AIM": "dpsynth.models.aim",
+    "MST": "dpsynth.models.mst",
+    "BatchAIM": "dpsynth.models.batch_aim",
     "DPTLDM": "dpsynth.models.dp_tldm",
     "DPAutoGAN": "dpsynth.models.dp_auto_gan",
     "PrivacyBudget": "dpsynth.privacy.budget",
