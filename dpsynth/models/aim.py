@@ -17,6 +17,10 @@ With d attributes and T = 16 d nominal rounds, as in the paper (Algorithm 1):
    sigma n_r), sigma is halved and epsilon doubled (each round then costs four times as much);
 4. when what is left is less than two rounds' cost, the last round spends exactly the rest.
 
+Departures from the paper, for 2 CPU cores: the model-size cap defaults to 16 MB (the paper: 80 MB, with JAX), and
+each round's refit stops early once an iteration lowers the loss by less than 1e-4 of it (the final refit: 1e-6);
+``max_model_size=80`` restores the paper's cap.
+
 Workload: every pair of attributes (default), or, with ``target`` (a column name; ``target="auto"`` takes the
 schema's declared target), every triple that contains the target - the workload the paper uses when one column is
 to be predicted.
