@@ -547,15 +547,6 @@ def _numeric_bounds(series: pd.Series, ledger, sigma: float, rng) -> Column | No
                   special_values=(0.0,) if mixed else (), integer_valued=integral and mixed, dtype=_dtype(series))
 
 
-def _discover_numeric(series: pd.Series, ledger, sigma: float, rng
-                      ) -> tuple[Column, NumericHistogram] | tuple[None, None]:
-    """Kind and bounds, then the DP shape histogram inside the bounds, at one sigma (both stages at once)."""
-    col = _numeric_bounds(series, ledger, sigma, rng)
-    if col is None:
-        return None, None
-    return col, histogram_numeric(series, col, public_grid(col), ledger, sigma, rng)
-
-
 def noise_floor(sigma: float, noisy: np.ndarray) -> float:
     """A count that pure noise on any of the ``len(noisy)`` bins exceeds with probability ``_SPURIOUS``."""
     return sigma * float(norm.isf(_SPURIOUS / len(noisy)))

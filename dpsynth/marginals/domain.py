@@ -34,6 +34,7 @@ from dpsynth.data.frame import categorical_codes
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Schema
 from dpsynth.errors import InputError
+from dpsynth.marginals.graphical_model import draw_rows
 
 __all__ = ["ColumnCells", "Discretizer", "DEFAULT_MAX_BINS"]
 
@@ -208,15 +209,8 @@ def decode_column(codes: np.ndarray, cells: ColumnCells, rng: np.random.Generato
     if in_bin.any():
         groups = cells.groups()
         # a fine bin inside the coarse bin, in proportion to its DP count (uniform when they are all 0)
-        weights = cells.fine_weights + 1e-9
-        fine = np.empty(int(in_bin.sum()), dtype=np.int64)
-        coarse = codes[in_bin]
-        u = rng.random(len(coarse))
-        for b in np.unique(coarse):
-            members = np.flatnonzero(groups == b)
-            sel = coarse == b
-            cdf = np.cumsum(weights[members])
-            fine[sel] = members[np.minimum(np.searchsorted(cdf, u[sel] * cdf[-1], side="right"), len(members) - 1)]
+        weights = np.where(groups[None, :] == np.arange(cells.n_bins)[:, None], cells.fine_weights + 1e-9, 0.0)
+        fine = draw_rows(weights, codes[in_bin].astype(np.int64), rng)
         lo, hi = cells.fine_edges[fine], cells.fine_edges[fine + 1]
         x = lo + (hi - lo) * rng.random(len(fine))
         if cells.rounds:

@@ -37,7 +37,7 @@ from scipy.special import logsumexp
 
 from dpsynth.errors import InputError
 
-__all__ = ["Measurement", "junction_tree", "tree_size", "MarkovRandomField"]
+__all__ = ["Measurement", "junction_tree", "tree_size", "MarkovRandomField", "draw_rows"]
 
 Clique = tuple[int, ...]
 
@@ -341,14 +341,15 @@ class MarkovRandomField:
             cond = cond / cond.sum(axis=1, keepdims=True)
             rows = np.ravel_multi_index(tuple(out[:, a] for a in sep), [self.sizes[a] for a in sep]) if sep \
                 else np.zeros(n, dtype=np.int64)
-            cells = _draw_rows(cond, rows, rng)
+            cells = draw_rows(cond, rows, rng)
             for a, codes in zip(new, np.unravel_index(cells, [self.sizes[a] for a in new])):
                 out[:, a] = codes
         return out
 
 
-def _draw_rows(cond: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """For each entry of ``rows``, one draw from the categorical distribution ``cond[row]``."""
+def draw_rows(cond: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """For each entry of ``rows``, one draw from the categorical distribution ``cond[row]`` (non-negative weights,
+    normalised per row here; inverse CDF, one sort of the rows)."""
     out = np.empty(len(rows), dtype=np.int64)
     u = rng.random(len(rows))
     order = np.argsort(rows, kind="stable")

@@ -286,14 +286,15 @@ def test_separate_runs_of_decades_keep_their_mass():
     """Real mass on both sides of zero, or in decades far apart, is bounded as a whole (issue 15: a standard
     normal column used to be bounded to [-10, -0.1], clipping half of its rows; values near -1e308, 1 and +1e308
     kept only one run). Far values beyond the grid's 1e10 count in its outermost decades and are clipped there."""
-    from dpsynth.data.discovery import _discover_numeric
+    from dpsynth.data.discovery import _numeric_bounds, histogram_numeric, public_grid
 
     rng = np.random.default_rng(0)
     ledger = _ledger()
     normal = pd.Series(rng.normal(size=4000), name="x")
-    col, _ = _discover_numeric(normal, ledger, 100.0, rng)
+    col = _numeric_bounds(normal, ledger, 100.0, rng)
     assert col.lower <= -1 and col.upper >= 1
     spread = pd.Series(np.r_[np.full(1500, -1e308), np.full(1500, 1.0), np.full(1500, 1e308)], name="far")
     with pytest.warns(UserWarning, match=r"'far': about \d+ rows \(a DP estimate"):
-        col, _ = _discover_numeric(spread, ledger, 100.0, rng)
+        col = _numeric_bounds(spread, ledger, 100.0, rng)  # stage 1: bounds
+        histogram_numeric(spread, col, public_grid(col), ledger, 100.0, rng)  # stage 2 reports the clipping
     assert col.lower == -1e10 and col.upper == 1e10
