@@ -101,9 +101,9 @@ def _add_fit(sub) -> None:
     p.add_argument("--sep", help="CSV field separator (default ',', tab for .tsv)")
     p.add_argument("--metadata-share", type=float, default=0.1, help="share of epsilon for metadata")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
-    p.add_argument("--backend", choices=["numpy", "duckdb"], default=None,
-                   help="where the marginal count tables of mst / aim are computed: 'numpy' in memory (default) or "
-                   "'duckdb' (SQL, spills to disk)")
+    p.add_argument("--backend", choices=["numpy", "duckdb", "spark"], default=None,
+                   help="where the marginal count tables of mst / aim are computed: 'numpy' in memory (default), "
+                   "'duckdb' (SQL, spills to disk) or 'spark' (the active or a local Spark session)")
     p.add_argument("--seed", type=int, help="reproducible fit; whoever knows the seed can replay the DP noise: "
                    "keep it secret, or leave it out for a release")
     p.add_argument("--dtypes", choices=["public", "private"], default=None,

@@ -5,6 +5,11 @@ is added by :mod:`dpsynth.marginals.mechanisms`, in dpsynth, so that every relea
   (:meth:`~dpsynth.marginals.domain.Discretizer.encode`); a table is one ``bincount`` over the flattened cell index.
 - :class:`DuckDBBackend`: the same cells computed by SQL inside DuckDB from a Parquet/CSV file or a DataFrame, so a
   table larger than memory is counted out of core (one ``GROUP BY`` per table; DuckDB spills to disk).
+- :class:`SparkBackend`: the same SQL cells evaluated by Spark on a Spark DataFrame, a Parquet/CSV path or a pandas
+  frame (for tables that live on a cluster); only the count tables come back to the driver.
+
+The SQL backends share one translation of the cell rules (:func:`cell_sql`), so the three count the same tables
+(tested on the same rows).
 
 Every backend caches the tables it has counted (selection asks for the same ones round after round).
 """
@@ -20,9 +25,9 @@ import pandas as pd
 
 from dpsynth.errors import InputError
 
-__all__ = ["NumPyBackend", "DuckDBBackend", "BACKENDS"]
+__all__ = ["NumPyBackend", "DuckDBBackend", "SparkBackend", "BACKENDS", "cell_sql"]
 
-BACKENDS = ("numpy", "duckdb")
+BACKENDS = ("numpy", "duckdb", "spark")
 
 
 class NumPyBackend:
@@ -67,7 +72,7 @@ class DuckDBBackend:
                 raise InputError(f"No such file: {path}")
             reader = "read_parquet" if path.endswith(".parquet") else "read_csv_auto"
             relation = f"{reader}('{_quote(path)}')"
-        exprs = [f"{_cell_sql(c)} AS c{j}" for j, c in enumerate(discretizer.columns)]
+        exprs = [f"{cell_sql(c)} AS c{j}" for j, c in enumerate(discretizer.columns)]
         self.con.execute(f"CREATE TEMP TABLE cells AS SELECT {', '.join(exprs)} FROM {relation}")
         self._cache: dict[tuple[int, ...], np.ndarray] = {}
 
@@ -99,26 +104,110 @@ def _literal(value) -> str:
     return f"'{_quote(str(value))}'"
 
 
-def _cell_sql(cells) -> str:
-    """The SQL expression giving a column's cell code (the same rules as ``domain.encode_column``)."""
-    name = '"' + cells.name.replace('"', '""') + '"'
+def cell_sql(cells, *, text_type: str = "VARCHAR", double_cast: str = "CAST") -> str:
+    """The SQL expression giving a column's cell code (the same rules as ``domain.encode_column``).
+
+    ``text_type`` / ``double_cast`` spell the dialect: DuckDB ``VARCHAR`` / ``CAST``; Spark ``STRING`` /
+    ``TRY_CAST`` (Spark 4 runs in ANSI mode, where a failed ``CAST`` raises instead of giving NULL)."""
+    name = "`" + cells.name.replace("`", "``") + "`" if text_type == "STRING" else \
+        '"' + cells.name.replace('"', '""') + '"'
     missing = cells.missing_cell if cells.nullable else -1
     parts = [f"WHEN {name} IS NULL THEN {missing}"]
     if cells.kind == "categorical":
         for i, c in enumerate(cells.categories):
-            if isinstance(c, (bool, np.bool_)):  # DuckDB spells booleans 'true' / 'false' as text
+            if isinstance(c, (bool, np.bool_)):  # SQL engines spell booleans 'true' / 'false' as text
                 test = f"TRY_CAST({name} AS BOOLEAN) = {_literal(c)}"
             else:
-                test = f"CAST({name} AS VARCHAR) = {_literal(str(c))}"
+                test = f"CAST({name} AS {text_type}) = {_literal(str(c))}"
             parts.append(f"WHEN {test} THEN {i}")
         other = cells.categories.index("__other__") if "__other__" in cells.categories else missing
         parts.append(f"ELSE {other}")
     else:
-        x = f"CAST({name} AS DOUBLE)"
-        parts.append(f"WHEN isnan({x}) THEN {missing}")
+        x = f"{double_cast}({name} AS DOUBLE)"
+        parts.append(f"WHEN {x} IS NULL OR isnan({x}) THEN {missing}")
         for i, s in enumerate(cells.specials):
             parts.append(f"WHEN {x} = {float(s)!r} THEN {cells.n_bins + i}")
         for b in range(cells.n_bins - 1, 0, -1):  # the highest edge at or below x (values clipped to the bounds)
             parts.append(f"WHEN {x} >= {float(cells.edges[b])!r} THEN {b}")
         parts.append("ELSE 0")
     return "CASE " + " ".join(parts) + " END"
+
+
+class SparkBackend:
+    """Counts computed by Spark: the cell codes of :func:`cell_sql` (Spark dialect) are selected from ``source`` —
+    a Spark DataFrame, a Parquet / CSV path Spark can read (local or on the cluster's file system), or a pandas
+    frame (sent to Spark column by column as text or doubles) — and cached by Spark; each count table is one
+    ``groupBy().count()`` whose groups (at most the table's cells) are collected to the driver.
+
+    ``spark``: the SparkSession to use; default the active one, else a local session (``local[*]``, no UI)."""
+
+    def __init__(self, source, discretizer, *, spark=None):
+        try:
+            from pyspark.sql import DataFrame as SparkFrame
+            from pyspark.sql import SparkSession
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise InputError("The Spark backend needs pyspark (and Java 17+): pip install 'dpsynth[spark]'.") from exc
+        self.sizes = discretizer.sizes
+        if spark is None:
+            spark = SparkSession.getActiveSession() or _local_session(SparkSession)
+        if isinstance(source, SparkFrame):
+            frame = source
+        elif isinstance(source, pd.DataFrame):
+            frame = _spark_frame(spark, source, discretizer)
+        else:
+            path = str(source)
+            if "://" not in path and not Path(path).exists():
+                raise InputError(f"No such file: {path}")
+            frame = (spark.read.parquet(path) if path.endswith(".parquet")
+                     else spark.read.csv(path, header=True, inferSchema=True))
+        exprs = [f"{cell_sql(c, text_type='STRING', double_cast='TRY_CAST')} AS c{j}"
+                 for j, c in enumerate(discretizer.columns)]
+        self.cells = frame.selectExpr(*exprs).cache()
+        self._cache: dict[tuple[int, ...], np.ndarray] = {}
+
+    def counts(self, clique: tuple[int, ...]) -> np.ndarray:
+        if clique not in self._cache:
+            dims = [self.sizes[a] for a in clique]
+            if not clique:
+                table = np.array(float(self.cells.count()))
+            else:
+                cols = [f"c{a}" for a in clique]
+                rows = self.cells.groupBy(*cols).count().collect()
+                table = np.zeros(math.prod(dims))
+                if rows:
+                    keys = np.array([[r[c] for c in cols] for r in rows], dtype=np.int64)
+                    flat = np.ravel_multi_index(tuple(keys.T), dims)
+                    np.add.at(table, flat, np.array([r["count"] for r in rows], dtype=float))
+                table = table.reshape(dims)
+            self._cache[clique] = table
+        return self._cache[clique]
+
+    def close(self) -> None:
+        """Release the cached cell codes on the cluster."""
+        self.cells.unpersist()
+
+
+def _local_session(session_cls):
+    spark = (session_cls.builder.master("local[*]").appName("dpsynth")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _spark_frame(spark, frame: pd.DataFrame, discretizer):
+    """A pandas frame as a Spark DataFrame with one plain type per column: text for categorical columns (the cell
+    rules compare their text, ``str(value)``, as the NumPy encoder compares values) and doubles for numbers."""
+    from pyspark.sql.types import DoubleType, StringType, StructField, StructType
+
+    fields, columns = [], []
+    for cells in discretizer.columns:
+        values = frame[cells.name].astype(object)
+        present = values.notna().to_numpy()
+        if cells.kind == "categorical":
+            fields.append(StructField(cells.name, StringType(), True))
+            columns.append([str(v) if ok else None for v, ok in zip(values, present)])
+        else:
+            fields.append(StructField(cells.name, DoubleType(), True))
+            columns.append([float(v) if ok else None for v, ok in zip(values, present)])
+    rows = list(zip(*columns)) if columns else []
+    return spark.createDataFrame(rows, StructType(fields))

@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from dpsynth.errors import InputError
-from dpsynth.marginals.backends import BACKENDS, DuckDBBackend, NumPyBackend
+from dpsynth.marginals.backends import BACKENDS, DuckDBBackend, NumPyBackend, SparkBackend
 from dpsynth.marginals.domain import Discretizer
 from dpsynth.marginals.graphical_model import MarkovRandomField, Measurement
 from dpsynth.models.base import Synthesizer
@@ -34,6 +34,8 @@ class SelectMeasureGenerate(Synthesizer):
         sizes = self.discretizer_.sizes
         if self.backend == "duckdb":
             self._counts = DuckDBBackend(frame, self.discretizer_)
+        elif self.backend == "spark":
+            self._counts = SparkBackend(frame, self.discretizer_)
         else:
             self._counts = NumPyBackend(self.discretizer_.encode(frame), sizes)
 
@@ -54,6 +56,9 @@ class SelectMeasureGenerate(Synthesizer):
         try:
             self._select_and_measure(rng=rng, progress=progress)
         finally:
+            close = getattr(self._counts, "close", None)
+            if close is not None:
+                close()
             self._counts = None  # the exact tables never outlive the fit
 
     def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:

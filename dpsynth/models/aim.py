@@ -63,7 +63,7 @@ class AIM(SelectMeasureGenerate):
     ``target``: None (all 2-way marginals), a column name or "auto" (all 3-way marginals containing it);
     ``max_model_size``: megabytes of the graphical model (float64 cells) at the end; ``round_iterations`` /
     ``iterations``: mirror-descent steps per round / at the end; ``max_bins``: bins per numeric column;
-    ``backend``: "numpy" or "duckdb"."""
+    ``backend``: "numpy", "duckdb" or "spark"."""
 
     name = "aim"
     phases = ("metadata", PHASE)

@@ -43,7 +43,8 @@ PHASE = "mst"
 @register
 class MST(SelectMeasureGenerate):
     """Maximum-spanning-tree marginals (see the module docstring). ``iterations``: mirror-descent steps of the
-    final estimation; ``max_bins``: bins per numeric column; ``backend``: "numpy" (in memory) or "duckdb"."""
+    final estimation; ``max_bins``: bins per numeric column; ``backend``: "numpy" (in memory), "duckdb" or
+    "spark"."""
 
     name = "mst"
     phases = ("metadata", PHASE)
