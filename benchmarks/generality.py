@@ -172,7 +172,7 @@ def ml_score(train: pd.DataFrame, test: pd.DataFrame, target: str | None, task: 
 
 # ---------------------------------------------------------------------------------------------- runs
 def run_one(name: str, model_name: str, mode: str, epsilon: float, seed: int, folder: Path,
-            params: dict | None = None, metadata_share: float = 0.1) -> dict:
+            params: dict | None = None, metadata_share: float | None = None) -> dict:
     from dpsynth.data.inference import infer_schema
     from dpsynth.datasets import REGISTRY
     from dpsynth.errors import DPSynthError
@@ -234,8 +234,9 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--metadata-share", type=float, default=0.1,
-                        help="share of epsilon for the metadata phase (DP discovery, DP histograms)")
+    parser.add_argument("--metadata-share", type=float, default=None,
+                        help="share of epsilon for the metadata phase (DP discovery, DP histograms); default: each "
+                        "model's own (Synthesizer.default_metadata_share)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="a model hyper-parameter (JSON value), given to every model that has it; repeatable")
     parser.add_argument("--out", help="also write the results as CSV")

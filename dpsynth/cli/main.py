@@ -99,7 +99,9 @@ def _add_fit(sub) -> None:
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--schema", help="public schema file (JSON/YAML); without it, metadata is discovered with DP")
     p.add_argument("--sep", help="CSV field separator (default ',', tab for .tsv)")
-    p.add_argument("--metadata-share", type=float, default=0.1, help="share of epsilon for metadata")
+    p.add_argument("--metadata-share", type=float, default=None,
+                   help="share of epsilon for the metadata phase (default: the model's, 0.1 or 0.3 for dp-tldm and "
+                   "dp-auto-gan)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
     p.add_argument("--backend", choices=["numpy", "duckdb", "spark"], default=None,
                    help="where the marginal count tables of mst / aim are computed: 'numpy' in memory (default), "
@@ -308,12 +310,12 @@ def _cmd_fit(args) -> int:
     params = _parse_params(args.param)
     if args.backend is not None:
         params["backend"] = args.backend
-    if schema is None and not math.isinf(args.epsilon) and not args.quiet and 0 < args.metadata_share < 1:
+    share = args.metadata_share if args.metadata_share is not None else model_cls.default_metadata_share
+    if schema is None and not math.isinf(args.epsilon) and not args.quiet and 0 < share < 1:
         from dpsynth.data.discovery import plan_discovery
 
         # the pre-flight estimate: public facts only (budget, share, number of columns), before any query
-        plan = plan_discovery(train, epsilon=args.epsilon, delta=args.delta, share=args.metadata_share,
-                              dtypes=dtypes)
+        plan = plan_discovery(train, epsilon=args.epsilon, delta=args.delta, share=share, dtypes=dtypes)
         print(f"dpsynth: {plan.describe()}", file=sys.stderr)
     model = _fit_model(args.model, train, epsilon=args.epsilon, delta=args.delta, schema=schema,
                        metadata_share=args.metadata_share, params=params, seed=args.seed,
@@ -428,7 +430,7 @@ def _cmd_demo(args) -> int:
     eps_text = "inf (non-private)" if math.isinf(args.epsilon) else f"{args.epsilon:g}"
     print(f"dpsynth demo: fitting '{name}' on Adult ({len(train):,} rows) at epsilon={eps_text}, delta={args.delta:g}",
           file=sys.stderr)
-    model = _fit_model(name, train, epsilon=args.epsilon, delta=args.delta, schema=schema, metadata_share=0.1,
+    model = _fit_model(name, train, epsilon=args.epsilon, delta=args.delta, schema=schema, metadata_share=None,
                        params={}, seed=args.seed, progress=not args.quiet)
     model.save(out / "model.dpsynth")
     synth = model.sample(args.rows, seed=args.seed)  # default: the DP row count, never len(train)

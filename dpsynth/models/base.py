@@ -37,7 +37,7 @@ from dpsynth.data.metadata import DPMetadata
 from dpsynth.data.schema import Schema
 from dpsynth.errors import DPSynthError, InputError, ModelFileError, NotFittedError, SchemaError
 from dpsynth.models._file import FORMAT_VERSION, META_KEY, content_digest, read_model_file
-from dpsynth.privacy.budget import PrivacyBudget, as_budget
+from dpsynth.privacy.budget import DEFAULT_METADATA_SHARE, PrivacyBudget, as_budget
 from dpsynth.privacy.ledger import PrivacyLedger, warn_large_delta
 
 __all__ = ["Synthesizer", "FORMAT_VERSION", "SAMPLE_CHUNK_ROWS", "check_seed", "read_model_file"]
@@ -65,6 +65,9 @@ class Synthesizer(ABC):
     supports_dp: ClassVar[bool] = True
     #: the ledger phases a fit of this model may record (``info`` flags events of any other phase)
     phases: ClassVar[tuple[str, ...]] = ()
+    #: the metadata phase's share of epsilon when the fit's budget leaves it to the model (``metadata_share=None``);
+    #: a public constant per model, chosen by measurement (README, "Budget splits")
+    default_metadata_share: ClassVar[float] = DEFAULT_METADATA_SHARE
     #: hyper-parameters small enough for the contract suite and smoke tests (seconds on Adult slices)
     fast_params: ClassVar[dict[str, Any]] = {}
     #: old hyper-parameter name -> new name (None: a training-only setting that no longer exists), so that model
@@ -163,6 +166,8 @@ class Synthesizer(ABC):
         # validated as a whole; never against len(data): its messages would print the exact n
         budget = as_budget(budget, epsilon=epsilon, delta=delta, metadata_share=metadata_share)
         epsilon, delta, metadata_share = budget.epsilon, budget.delta, budget.metadata_share
+        if metadata_share is None:
+            metadata_share = self.default_metadata_share
         check_seed(seed)
         self.check_params()  # before the metadata phase: a typo must not cost budget
         if not self.supports_dp and not budget.non_private:
@@ -354,10 +359,13 @@ def _check_param(name: str, value: Any, default: Any, *, zero_ok: bool) -> None:
     def bad(rule: str) -> InputError:
         return InputError(f"hyper-parameter {name} must be {rule}. Found {value!r}.")
 
-    if default is None:  # an automatic size (a batch size that follows the table): None or an integer >= 1
-        if value is not None and (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))
-                                  or value < 1):
-            raise bad("an integer >= 1, or null for the automatic choice")
+    if default is None:  # an automatic size (a batch size or width that follows the table): None, an integer >= 1
+        if isinstance(value, (tuple, list)):  # or layer sizes, where the model has several layers
+            if not value or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in value):
+                raise bad("a non-empty list of integers >= 1")
+        elif value is not None and (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))
+                                    or value < 1):
+            raise bad("an integer >= 1 (or a list of them for layers), or null for the automatic choice")
     elif isinstance(default, bool):
         if not isinstance(value, (bool, np.bool_)):
             raise bad("true or false")

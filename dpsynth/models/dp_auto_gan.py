@@ -52,7 +52,7 @@ from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
 from dpsynth.models.marginal_map import CategoryWeights
 from dpsynth.models.networks.autoencoder import Decoder, Encoder
 from dpsynth.models.networks.gan import Critic, LatentGenerator
-from dpsynth.models.phase import DPPhase, budget_summary
+from dpsynth.models.phase import DPPhase, budget_summary, choose_width
 
 __all__ = ["DPAutoGAN"]
 
@@ -63,6 +63,8 @@ LARGEST_BATCH = 512
 MIN_STEPS = {"autoencoder": 200, "gan": 1000}
 #: a 1% tolerance on sigma costs ~1% of the budget's use and never overshoots (the sigma returned was evaluated)
 CALIBRATION_RTOL = 0.01
+#: widths tuned on Adult: the most the width rule gives (dpsynth.models.phase.choose_width)
+AUTOENCODER_WIDTH, CRITIC_WIDTH = 64, 70
 
 
 @register
@@ -72,7 +74,9 @@ class DPAutoGAN(Synthesizer):
     DP phases ``autoencoder`` and ``gan``.
 
     Architecture: ``autoencoder_hidden`` / ``latent_dim`` (encoder; the decoder mirrors it), ``noise_dim`` /
-    ``generator_hidden`` (residual generator), ``critic_hidden``. Autoencoder phase: ``autoencoder_epochs`` passes
+    ``generator_hidden`` (residual generator), ``critic_hidden``; ``None`` (default) sizes the autoencoder and
+    critic layers by the encoded width (:func:`dpsynth.models.phase.choose_width`; Adult: (64,) and (70, 35)).
+    Autoencoder phase: ``autoencoder_epochs`` passes
     of DP-SGD with expected batch ``autoencoder_batch_size`` (``None``: the data-following rule of
     :func:`dpsynth.models.phase.choose_batch_size`, up to 512 rows and at least 200 steps), Adam
     (``autoencoder_learning_rate``), clipping norm ``autoencoder_max_grad_norm``, budget share
@@ -99,6 +103,9 @@ class DPAutoGAN(Synthesizer):
                       "ae_budget_share": "autoencoder_share", "critic_lr": "critic_learning_rate",
                       "generator_lr": "generator_learning_rate", "critic_max_grad_norm": "gan_max_grad_norm",
                       "ae_steps": None, "critic_steps": None}
+    #: the metadata phase's default share (as DP-TLDM's: marginals mapped onto its DP histograms; README, "Budget
+    #: splits")
+    default_metadata_share = 0.3
     fast_params = {"autoencoder_epochs": 1.0, "autoencoder_batch_size": 32, "gan_epochs": 1.0, "gan_batch_size": 32,
                    "critic_iters": 3, "autoencoder_hidden": (32,), "latent_dim": 8, "noise_dim": 16,
                    "generator_hidden": (16,), "critic_hidden": (32,), "calibration_accountant": "rdp"}
@@ -108,10 +115,10 @@ class DPAutoGAN(Synthesizer):
         *,
         numeric: str = "minmax",
         latent_dim: int = 16,
-        autoencoder_hidden: tuple[int, ...] = (64,),
+        autoencoder_hidden: tuple[int, ...] | None = None,
         noise_dim: int = 64,
         generator_hidden: tuple[int, ...] = (64, 64),
-        critic_hidden: tuple[int, ...] = (70, 35),
+        critic_hidden: tuple[int, ...] | None = None,
         encoder: str = "dp",
         autoencoder_epochs: float = 16.0,
         autoencoder_batch_size: int | None = None,
@@ -170,11 +177,19 @@ class DPAutoGAN(Synthesizer):
             raise InputError(f"autoencoder_share must be in (0, 1). Found {self.autoencoder_share}.")
 
     # ------------------------------------------------------------------ networks
+    def _widths(self, data_dim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Autoencoder and critic layers: as given, or by the width rule (dpsynth.models.phase.choose_width) from
+        the encoded width, at most the Adult-tuned (64,) and (70, 35), which Adult keeps."""
+        autoencoder = self.autoencoder_hidden or (choose_width(data_dim, tuned=AUTOENCODER_WIDTH),)
+        wide = choose_width(data_dim, tuned=CRITIC_WIDTH)
+        return autoencoder, self.critic_hidden or (wide, wide // 2)
+
     def _build(self, data_dim: int) -> None:
-        self.encoder_net_ = Encoder(data_dim, self.autoencoder_hidden, self.latent_dim)
-        self.decoder_ = Decoder(self.latent_dim, self.autoencoder_hidden, data_dim)
+        autoencoder, critic = self._widths(data_dim)
+        self.encoder_net_ = Encoder(data_dim, autoencoder, self.latent_dim)
+        self.decoder_ = Decoder(self.latent_dim, autoencoder, data_dim)
         self.generator_ = LatentGenerator(self.noise_dim, self.generator_hidden, self.latent_dim)
-        self.critic_ = Critic(data_dim, self.critic_hidden)
+        self.critic_ = Critic(data_dim, critic)
 
     def _spans(self) -> list[tuple[int, int, str]]:
         return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]
@@ -276,7 +291,7 @@ class DPAutoGAN(Synthesizer):
 
         self.transformer_ = TableTransformer.from_dict(state["transformer"])
         data_dim = int(state["data_dim"])
-        self.decoder_ = Decoder(self.latent_dim, self.autoencoder_hidden, data_dim)
+        self.decoder_ = Decoder(self.latent_dim, self._widths(data_dim)[0], data_dim)
         self.generator_ = LatentGenerator(self.noise_dim, self.generator_hidden, self.latent_dim)
         for prefix, module in (("generator.", self.generator_), ("decoder.", self.decoder_)):
             sub = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}

@@ -21,6 +21,16 @@ Plan (data-independent: neither the exact row count nor any row is read):
   shrinks the batch so the phase still takes ``min_steps`` steps instead of a handful of full-batch ones, and on a
   million rows it keeps the largest batch and more steps. Each model states its ``largest_batch`` and
   ``min_steps`` per phase.
+- **Network width**, the companion rule (:func:`choose_width`): a layer that reads or writes the encoded row gets
+  the smallest power of two at least as wide as the encoded width, within ``[32, tuned]`` (``tuned``: the width
+  the model was tuned with on Adult, whose encoded rows are wider than it, so Adult keeps its networks)::
+
+      width = clip(2 ** ceil(log2(encoded_width)), 32, tuned)
+
+  Why: DP-SGD adds noise of the same size to every parameter's gradient, so parameters the data cannot use cost
+  signal-to-noise; a 6-column table encoded in 20 numbers gets 32-unit layers instead of 128. Measured on seven
+  tables of 142-5,093 rows (``benchmarks/generality.py``, DP-TLDM, widths 32 and 128): AUC/R2 and 2-way TVD
+  moved within one-seed noise either way, fits were up to 1.5x faster. An explicit width is used as given.
 - **Sampling**: Poisson with ``q = min(1, B / n_dp)``; ``steps = ceil(epochs / q)``.
 - **Noise**: sigma from :func:`dpsynth.privacy.calibration.calibrate_noise` with the ledger, so that the composed
   epsilon after the phase is at most ``target_epsilon`` (the one calibration routine; everything the ledger holds
@@ -45,10 +55,13 @@ from torch import nn
 from dpsynth.errors import InputError
 from dpsynth.privacy.ledger import PrivacyLedger
 
-__all__ = ["DPPhase", "PhasePlan", "budget_summary", "choose_batch_size", "json_number", "SMALLEST_BATCH"]
+__all__ = ["DPPhase", "PhasePlan", "budget_summary", "choose_batch_size", "choose_width", "json_number",
+           "SMALLEST_BATCH", "SMALLEST_WIDTH"]
 
 #: the smallest expected batch the sizing rule picks (below it per-step noise swamps any gradient)
 SMALLEST_BATCH = 16
+#: the narrowest layer the width rule picks
+SMALLEST_WIDTH = 32
 
 
 def choose_batch_size(n_dp: float, *, epochs: float, largest: int, min_steps: int,
@@ -58,6 +71,13 @@ def choose_batch_size(n_dp: float, *, epochs: float, largest: int, min_steps: in
         raise InputError(f"sizing needs n_dp, epochs, largest and min_steps > 0. Found {n_dp}, {epochs}, {largest}, "
                          f"{min_steps}.")
     return int(max(min(smallest, largest), min(largest, math.floor(n_dp * epochs / min_steps))))
+
+
+def choose_width(encoded_width: int, *, tuned: int, smallest: int = SMALLEST_WIDTH) -> int:
+    """The width rule of the module docstring: ``clip(2 ** ceil(log2(encoded_width)), smallest, tuned)``."""
+    if not (encoded_width >= 1 and tuned >= 1):
+        raise InputError(f"width rule needs encoded_width and tuned >= 1. Found {encoded_width}, {tuned}.")
+    return int(min(tuned, max(smallest, 2 ** math.ceil(math.log2(encoded_width)))))
 
 
 @dataclass(frozen=True)

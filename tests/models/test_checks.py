@@ -95,7 +95,7 @@ def test_clone_and_set_params_follow_scikit_learn():
 
 def test_privacy_budget_is_one_frozen_validated_value(table, adult_schema):
     budget = PrivacyBudget(1.0, 1e-5)
-    assert budget.metadata_share == 0.1 and not budget.non_private and PrivacyBudget(math.inf, 1e-5).non_private
+    assert budget.metadata_share is None and not budget.non_private and PrivacyBudget(math.inf, 1e-5).non_private
     with pytest.raises(AttributeError):
         budget.epsilon = 2.0  # frozen
     for bad, field in (((0.0, 1e-5), "epsilon"), ((1.0, 1.0), "delta"), ((1.0, 1e-5, 1.0), "metadata_share"),
@@ -112,3 +112,23 @@ def test_privacy_budget_is_one_frozen_validated_value(table, adult_schema):
         Marginals().fit(table, schema=adult_schema)
     with pytest.raises(InputError, match="PrivacyBudget"):
         Marginals().fit(table, (1.0, 1e-5), schema=adult_schema)
+
+
+def test_metadata_share_left_to_the_model_is_its_public_default(table, adult_schema):
+    """A budget without a share takes the model's documented default (0.1; 0.3 for the deep models, whose marginals
+    are mapped onto the DP histograms): recorded in fit_info_, spent by the metadata phase, and the same fit as
+    passing that share explicitly; an explicit share always wins."""
+    from dpsynth.models import get_model_class
+
+    assert Marginals.default_metadata_share == 0.1
+    assert {get_model_class(n).default_metadata_share for n in ("dp-tldm", "dp-auto-gan")} == {0.3}
+    assert {get_model_class(n).default_metadata_share for n in ("aim", "mst")} == {0.1}
+    cls = get_model_class("dp-auto-gan")
+    fast = dict(cls.fast_params)
+    auto = cls(**fast).fit(table, PrivacyBudget(1.0, 1e-5), seed=0)  # no schema: DP discovery spends the share
+    given = cls(**fast).fit(table, epsilon=1.0, delta=1e-5, metadata_share=0.3, seed=0)
+    assert auto.fit_info_["metadata_share"] == 0.3
+    assert 0.27 <= auto.ledger_.phases()["metadata"] <= 0.3 * (1 + 1e-6)
+    pd.testing.assert_frame_equal(auto.sample(100, seed=1), given.sample(100, seed=1))
+    explicit = cls(**fast).fit(table, epsilon=1.0, delta=1e-5, metadata_share=0.1, schema=adult_schema, seed=0)
+    assert explicit.fit_info_["metadata_share"] == 0.1

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 from _canary import run_audit
 
+from dpsynth.errors import InputError
 from dpsynth.models import get_model_class
 from dpsynth.models.base import read_model_file
 from dpsynth.models.dp_auto_gan import DPAutoGAN
@@ -316,3 +318,28 @@ def test_adult_quality_at_epsilon_one(adult):
     scores = utility(synth, test)
     # measured (seeds 0, 1): XGBoost AUC 0.871 / 0.871, accuracy 0.822 / 0.818; margin for seed variance
     assert scores["xgb_auc"] >= 0.84 and scores["xgb_acc"] >= 0.79, scores
+
+
+def test_automatic_widths_follow_the_encoded_width(tmp_path):
+    """The width rule (dpsynth.models.phase.choose_width): known answers, and a 3-column table (encoded in a few
+    numbers) gets 32-unit autoencoder and critic layers, kept through save/load; Adult's 114 keeps (64,), (70, 35)."""
+    from dpsynth.data.schema import Column, Schema
+    from dpsynth.models.phase import choose_width
+
+    assert [choose_width(w, tuned=128) for w in (1, 20, 33, 64, 65, 114, 500)] == [32, 32, 64, 64, 128, 128, 128]
+    assert choose_width(114, tuned=64) == 64 and choose_width(114, tuned=70) == 70
+    with pytest.raises(InputError):
+        choose_width(0, tuned=64)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.choice(["x", "y"], 600), "b": rng.normal(size=600),
+                          "c": rng.choice(["u", "v"], 600)})
+    schema = Schema((Column("a", "categorical", categories=("x", "y")), Column("b", "continuous", lower=-4, upper=4),
+                     Column("c", "categorical", categories=("u", "v")))).reviewed()
+    params = {k: v for k, v in FAST.items() if k not in ("autoencoder_hidden", "critic_hidden")}
+    model = DPAutoGAN(**params).fit(frame, epsilon=1.0, delta=1e-5, schema=schema, seed=0)
+    assert model.transformer_.output_dim <= 32
+    assert [m.out_features for m in model.decoder_.modules() if isinstance(m, torch.nn.Linear)][0] == 32
+    assert model._widths(model.transformer_.output_dim) == ((32,), (32, 16))  # the critic is dropped after fit
+    loaded = DPAutoGAN.load(model.save(tmp_path / "narrow.dpsynth"))
+    pd.testing.assert_frame_equal(loaded.sample(50, seed=1), model.sample(50, seed=1))
+    assert DPAutoGAN()._widths(114) == ((64,), (70, 35))
