@@ -34,6 +34,25 @@ def test_numeric_bins_follow_the_dp_mass():
     assert cells.edges[0] == 0.0 and cells.edges[-1] == 64.0
 
 
+def test_noise_tails_get_no_bins_and_thin_regions_keep_their_shape():
+    """Bins are cut by the mass above the noise (counts less 2 sds), so a tail of pure noise gets few bins. Inside a
+    bin, values follow the clipped fine counts: a thin region whose fine counts are each at 2 noise sds is drawn
+    across its fine bins in proportion, not piled onto the bin's strong fine bins."""
+    rng = np.random.default_rng(3)
+    sigma = 4.0
+    # fine bins 0-5: a thin region (8 = 2 sds each); 6: strong (400); 7-9: dense; 10-63: noise only
+    counts = np.r_[np.full(6, 8.0), 400.0, np.full(3, 300.0), np.clip(rng.normal(0.0, sigma, 54), 0, None)]
+    schema, meta = _numeric(counts)
+    cells = Discretizer.build(schema, meta, max_bins=8).columns[0]
+    assert np.sum(cells.edges > 10.0 + 1e-9) <= 2  # the noise tail [10, 64) gets at most one bin of its own
+    # all codes of the first bin: decoded values spread over the thin fine bins, in their proportions
+    first = np.zeros((6000, 1), dtype=np.int32)
+    values = Discretizer([cells]).decode(first, np.random.default_rng(0))["x"].to_numpy()
+    in_bin = counts[: int(np.searchsorted(cells.fine_edges, cells.edges[1]))]
+    assert cells.edges[1] > 6.0  # the thin region shares the first bin with the strong fine bin
+    assert abs(np.mean(values < 6.0) - in_bin[:6].sum() / in_bin.sum()) < 0.03  # kept, in proportion
+
+
 def test_encode_decode_round_trip_stays_in_the_domain():
     schema, meta = _numeric(np.full(64, 100.0), nullable=True, specials=(0.0,))
     disc = Discretizer.build(schema, meta, max_bins=16)
