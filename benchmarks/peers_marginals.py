@@ -52,15 +52,18 @@ def worker(args: argparse.Namespace) -> None:
     synth.fit(train, categorical_columns=spec["categorical"], continuous_columns=spec["continuous"],
               preprocessor_eps=pre, nullable=True)
     fit_s = time.perf_counter() - start
+    # as many rows as the fitted model's own DP estimate of the total (mbi's `total`, from the noisy measurements):
+    # smartnoise's default, the exact len(train), would publish the private row count
+    n_dp = max(1, int(round(float(synth.synthesizer.total))))
     if args.peer_sampler == "iid":  # smartnoise's own sample(), with mbi's i.i.d. sampler instead of rounding
-        data = synth.synthesizer.synthetic_data(rows=len(train), method="sample")
+        data = synth.synthesizer.synthetic_data(rows=n_dp, method="sample")
         if kind == "mst":
             df = synth.undo_compress_fn(data).df
         else:
             df = data.df[["col" + str(i) for i in range(synth._transformer.output_width)]]
         rows = synth._transformer.inverse_transform([tuple(t[1:]) for t in df.itertuples()])
     else:
-        rows = synth.sample(len(train))
+        rows = synth.sample(n_dp)
     rows.to_csv(args.out, index=False)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     Path(args.out + ".json").write_text(json.dumps({"fit_s": fit_s, "peak_gb": peak}))

@@ -78,17 +78,22 @@ def test_metadata_histogram_is_a_measurement_with_summed_noise():
     assert y[-1] == 10.0 and sigma[-1] == 4.0
 
 
+def _adult_parquet(adult, adult_schema, tmp_path, *, rows: int, state: int):
+    """A conformed Adult sample, its cells (from DP metadata) and the same rows written as Parquet."""
+    train = adult[0].sample(rows, random_state=state).reset_index(drop=True)
+    schema, meta = resolve_schema(train, adult_schema, ledger=PrivacyLedger(target_epsilon=1.0, target_delta=1e-5),
+                                  share=0.1, rng=np.random.default_rng(0))
+    frame = conform(train, schema)
+    path = tmp_path / "adult.parquet"
+    frame.to_parquet(path)
+    return frame, Discretizer.build(schema, meta), path
+
+
 def test_duckdb_reads_a_file_as_numpy_counts_the_frame(adult, adult_schema, tmp_path):
     pytest.importorskip("duckdb")
     from dpsynth.marginals.backends import DuckDBBackend
 
-    train = adult[0].sample(3000, random_state=3).reset_index(drop=True)
-    schema, meta = resolve_schema(train, adult_schema, ledger=PrivacyLedger(target_epsilon=1.0, target_delta=1e-5),
-                                  share=0.1, rng=np.random.default_rng(0))
-    frame = conform(train, schema)
-    disc = Discretizer.build(schema, meta)
-    path = tmp_path / "adult.parquet"
-    frame.to_parquet(path)
+    frame, disc, path = _adult_parquet(adult, adult_schema, tmp_path, rows=3000, state=3)
     ours, duck = NumPyBackend(disc.encode(frame), disc.sizes), DuckDBBackend(path, disc)
     for clique in [(1,), (0, 14), (3, 5, 14)]:
         np.testing.assert_array_equal(duck.counts(clique), ours.counts(clique))
@@ -155,13 +160,7 @@ def test_spark_counts_the_tables_numpy_counts(spark, adult, adult_schema, tmp_pa
         np.testing.assert_array_equal(from_pandas.counts(clique), ours.counts(clique))
     from_pandas.close()
 
-    train = adult[0].sample(2000, random_state=4).reset_index(drop=True)
-    schema, meta = resolve_schema(train, adult_schema, ledger=PrivacyLedger(target_epsilon=1.0, target_delta=1e-5),
-                                  share=0.1, rng=np.random.default_rng(0))
-    frame = conform(train, schema)
-    disc = Discretizer.build(schema, meta)
-    path = tmp_path / "adult.parquet"
-    frame.to_parquet(path)
+    frame, disc, path = _adult_parquet(adult, adult_schema, tmp_path, rows=2000, state=4)
     ours = NumPyBackend(disc.encode(frame), disc.sizes)
     from_path, from_spark = SparkBackend(str(path), disc, spark=spark), \
         SparkBackend(spark.read.parquet(str(path)), disc, spark=spark)
