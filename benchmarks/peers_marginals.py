@@ -52,8 +52,8 @@ def worker(args: argparse.Namespace) -> None:
     synth.fit(train, categorical_columns=spec["categorical"], continuous_columns=spec["continuous"],
               preprocessor_eps=pre, nullable=True)
     fit_s = time.perf_counter() - start
-    # as many rows as the fitted model's own DP estimate of the total (mbi's `total`, from the noisy measurements):
-    # smartnoise's default, the exact len(train), would publish the private row count
+    # as many rows as the fitted model's total (never len(train) here); note that smartnoise's MST itself fits mbi
+    # with known_total=len(data), the exact private row count, so its model already holds it: a peer flaw, reported
     n_dp = max(1, int(round(float(synth.synthesizer.total))))
     if args.peer_sampler == "iid":  # smartnoise's own sample(), with mbi's i.i.d. sampler instead of rounding
         data = synth.synthesizer.synthetic_data(rows=n_dp, method="sample")
