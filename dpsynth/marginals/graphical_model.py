@@ -15,10 +15,13 @@ count tables) and the DP row count, so everything here is post-processing.
   (the Gaussian log-likelihood of the measurements; ``sigma_m`` may differ per cell) by entropic mirror descent on
   the potentials with a backtracking (Armijo) step: the algorithm of Private-PGM, whose fixed points are the
   maximum-entropy distribution among those closest to the measurements.
-- **Sampling.** I.i.d. ancestral sampling down the tree: the root clique's cells are drawn from its marginal, then
-  each clique's new attributes from their conditional given the separator already drawn. Rows are independent
-  draws from the model (no rounding or row ordering within groups, which would link columns that the model does
-  not link).
+- **Sampling.** Ancestral sampling down the tree: the root clique's cells are drawn from its marginal, then each
+  clique's new attributes from their conditional given the separator already drawn. Each row is an exact draw from
+  the model and rows are exchangeable: no row ordering within groups, which would link columns that the model does
+  not link (mbi's "round" sampler). By default the draws within a separator group are *stratified*
+  (:func:`draw_rows`): the group's counts match the model's conditional to within one row instead of carrying
+  binomial noise, so the released rows follow the model's marginals more closely than i.i.d. rows
+  (``stratified=False`` in :meth:`MarkovRandomField.sample` gives i.i.d. rows).
 
 Cliques are tuples of attribute indices in increasing order; a clique's table has one axis per attribute in that
 order.
@@ -323,8 +326,10 @@ class MarkovRandomField:
         return loss
 
     # ------------------------------------------------------------------ sampling
-    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` i.i.d. rows (attribute codes, shape (n, number of attributes)) drawn from the model."""
+    def sample(self, n: int, rng: np.random.Generator, *, stratified: bool = True) -> np.ndarray:
+        """``n`` rows (attribute codes, shape (n, number of attributes)) drawn from the model: each an exact draw,
+        rows exchangeable; stratified within separator groups (see :func:`draw_rows`) or, with
+        ``stratified=False``, i.i.d."""
         out = np.zeros((n, len(self.sizes)), dtype=np.int64)
         if n == 0:
             return out
@@ -341,15 +346,23 @@ class MarkovRandomField:
             cond = cond / cond.sum(axis=1, keepdims=True)
             rows = np.ravel_multi_index(tuple(out[:, a] for a in sep), [self.sizes[a] for a in sep]) if sep \
                 else np.zeros(n, dtype=np.int64)
-            cells = draw_rows(cond, rows, rng)
+            cells = draw_rows(cond, rows, rng, stratified=stratified)
             for a, codes in zip(new, np.unravel_index(cells, [self.sizes[a] for a in new])):
                 out[:, a] = codes
         return out
 
 
-def draw_rows(cond: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def draw_rows(cond: np.ndarray, rows: np.ndarray, rng: np.random.Generator, *, stratified: bool = True
+              ) -> np.ndarray:
     """For each entry of ``rows``, one draw from the categorical distribution ``cond[row]`` (non-negative weights,
-    normalised per row here; inverse CDF, one sort of the rows)."""
+    normalised per row here; inverse CDF, one sort of the rows).
+
+    ``stratified`` (systematic sampling): the k entries that share a row get the uniforms ``(u + 0) / k, ...,
+    (u + k - 1) / k`` (one ``u``) in a random order, instead of k independent ones. Each entry on its own is still
+    an exact draw from ``cond[row]``, and which entry gets which uniform is a random permutation, independent of
+    everything else - so no link is created between the drawn value and anything the caller knows about the
+    entries (the false links of ordered "round" samplers) - but the group's count of each value is within one of
+    its expectation instead of carrying binomial noise. ``stratified=False``: independent uniforms (i.i.d.)."""
     out = np.empty(len(rows), dtype=np.int64)
     u = rng.random(len(rows))
     order = np.argsort(rows, kind="stable")
@@ -358,5 +371,6 @@ def draw_rows(cond: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> n
     for a, b in zip(bounds[:-1], bounds[1:]):
         cdf = np.cumsum(cond[sorted_rows[a]])
         idx = order[a:b]
-        out[idx] = np.minimum(np.searchsorted(cdf, u[idx] * cdf[-1], side="right"), cond.shape[1] - 1)
+        q = (u[a] + rng.permutation(b - a)) / (b - a) if stratified else u[idx]
+        out[idx] = np.minimum(np.searchsorted(cdf, q * cdf[-1], side="right"), cond.shape[1] - 1)
     return out

@@ -98,14 +98,15 @@ def test_estimation_of_one_noisy_table_is_its_projection_on_the_simplex():
     np.testing.assert_allclose(model.marginals[0], project(y, total), atol=0.05)
 
 
-def test_iid_sampling_matches_the_model():
+@pytest.mark.parametrize("stratified", [False, True])
+def test_sampling_matches_the_model(stratified):
     rng = np.random.default_rng(2)
     sizes = [3, 4, 2, 3]
     model = MarkovRandomField(sizes, [(0, 1), (1, 2), (0, 2), (2, 3)], total=1.0)
     model.potentials = [rng.normal(size=p.shape) for p in model.potentials]
     model.calibrate()
     n = 200_000
-    rows = model.sample(n, np.random.default_rng(3))
+    rows = model.sample(n, np.random.default_rng(3), stratified=stratified)
     assert rows.shape == (n, 4)
     for keep in [(0, 1), (1, 3), (0, 2, 3)]:
         expected = model.project(keep).ravel()
@@ -115,6 +116,52 @@ def test_iid_sampling_matches_the_model():
         # binomial sd of each cell; 5 sd everywhere
         sd = np.sqrt(expected * (1 - expected) / n)
         assert np.all(np.abs(observed - expected) <= 5 * sd + 1e-4), keep
+
+
+def _conditional_chi2(rows: np.ndarray, a: int, c: int, given: int) -> tuple[float, int]:
+    """Pearson chi-square of independence of columns a and c within each value of column ``given``, summed."""
+    stat, dof = 0.0, 0
+    for g in np.unique(rows[:, given]):
+        sub = rows[rows[:, given] == g]
+        table = np.zeros((sub[:, a].max() + 1, sub[:, c].max() + 1))
+        np.add.at(table, (sub[:, a], sub[:, c]), 1)
+        table = table[table.sum(1) > 0][:, table.sum(0) > 0]
+        expected = table.sum(1, keepdims=True) * table.sum(0, keepdims=True) / table.sum()
+        stat += float(((table - expected) ** 2 / expected).sum())
+        dof += (table.shape[0] - 1) * (table.shape[1] - 1)
+    return stat, dof
+
+
+def test_stratified_sampling_has_exact_counts_and_links_nothing_the_model_leaves_independent():
+    """A chain 0 - 1 - 2: columns 0 and 2 are independent given 1 in the model. Stratified sampling must give the
+    root clique's counts to within one row of the model's (i.i.d. sampling: binomial noise, ~sqrt(n p) rows), and
+    must not link 0 and 2 given 1 (the row-ordering "round" sampler does: sorted groups line up)."""
+    from scipy.stats import chi2
+
+    rng = np.random.default_rng(4)
+    sizes = [3, 4, 5]
+    model = MarkovRandomField(sizes, [(0, 1), (1, 2)], total=1.0)
+    model.potentials = [rng.normal(size=p.shape) for p in model.potentials]
+    model.calibrate()
+    n = 20_000
+    rows = model.sample(n, np.random.default_rng(5))
+    root = model.cliques[model._order[0]]
+    counts = np.zeros([sizes[a] for a in root])
+    np.add.at(counts, tuple(rows[:, a] for a in root), 1)
+    np.testing.assert_array_less(np.abs(counts - n * model.project(root)), 1.0 + 1e-9)
+    iid = model.sample(n, np.random.default_rng(5), stratified=False)
+    iid_counts = np.zeros_like(counts)
+    np.add.at(iid_counts, tuple(iid[:, a] for a in root), 1)
+    assert np.abs(iid_counts - n * model.project(root)).max() > 5  # the test can tell the two apart
+    stat, dof = _conditional_chi2(rows, 0, 2, given=1)
+    assert chi2.sf(stat, dof) > 1e-3, (stat, dof)
+    # the ordered sampler this rules out: within each group of column 1, column 2 assigned in the order of column 0
+    ordered = rows.copy()
+    for g in range(sizes[1]):
+        idx = np.flatnonzero(rows[:, 1] == g)
+        ordered[idx[np.argsort(rows[idx, 0], kind="stable")], 2] = np.sort(rows[idx, 2])
+    stat, dof = _conditional_chi2(ordered, 0, 2, given=1)
+    assert chi2.sf(stat, dof) < 1e-6
 
 
 def test_stored_marginals_rebuild_the_same_distribution():
