@@ -246,24 +246,33 @@ class MarkovRandomField:
             nodes |= set(nx.shortest_path(tree, holders[0], h))
         sub = tree.subgraph(nodes)
         root = holders[0]
-        # walk the subtree from its root, carrying the joint of (query attributes seen, current separator)
+        # walk the subtree from its root, carrying the joint of only what the rest of the walk needs: the query's
+        # attributes and the separators of branches still open. Each clique's conditional is first summed down to
+        # its separator and the attributes needed later, so no table spans a whole clique times the query (a
+        # 23-column table's triples once asked for tens of GB here).
         factor, attrs = self.marginals[root] / self.total, self.cliques[root]
         pending = [(root, child) for child in sub.neighbors(root)]
         done = {root}
         while pending:
             par, k = pending.pop()
             sep = self._separator(par, k)
-            keep = tuple(sorted(set(a for a in attrs if a in clique) | set(sep)
-                                | {a for p2, k2 in pending for a in self._separator(p2, k2)}))
+            later = {a for p2, k2 in pending for a in self._separator(p2, k2)}
+            keep = tuple(a for a in attrs if a in clique or a in sep or a in later)
             factor, attrs = _sum_to(factor, attrs, keep), keep
+            children = [ch for ch in sub.neighbors(k) if ch not in done]
+            onward = {a for ch in children for a in self._separator(k, ch)}
+            wanted = tuple(a for a in self.cliques[k] if a in sep or a in clique or a in onward)
             cond = self.marginals[k] / np.maximum(_expand(_sum_to(self.marginals[k], self.cliques[k], sep), sep,
                                                           self.cliques[k], self.sizes), 1e-300)
-            union = tuple(sorted(set(attrs) | set(self.cliques[k])))
-            factor = _expand(factor, attrs, union, self.sizes) * _expand(cond, self.cliques[k], union, self.sizes)
-            factor = np.broadcast_to(factor, [self.sizes[a] for a in union])
+            cond = _sum_to(cond, self.cliques[k], wanted)  # p(wanted new attributes | separator)
+            union = tuple(sorted(set(attrs) | set(wanted)))
+            factor = _expand(factor, attrs, union, self.sizes) * _expand(cond, wanted, union, self.sizes)
             attrs = union
+            needed = set(clique) | later | onward
+            keep = tuple(a for a in attrs if a in needed)
+            factor, attrs = _sum_to(factor, attrs, keep), keep
             done.add(k)
-            pending += [(k, child) for child in sub.neighbors(k) if child not in done]
+            pending += [(k, ch) for ch in children]
         return self.total * _sum_to(np.asarray(factor), attrs, clique)
 
     # ------------------------------------------------------------------ estimation

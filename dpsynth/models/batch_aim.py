@@ -6,8 +6,10 @@ serve and *when* to refit, neither touching the mechanisms:
 
 - **Target-weighted workload.** Every pair of columns (weight 1) plus every triple containing the target (weight
   ``target_weight``), so the selection serves the joint distribution (2-way marginals) and the prediction of the
-  target at once. The target is the schema's declared one (``target="auto"``), a named column, or none (then the
-  workload is AIM's: all pairs).
+  target at once. With ``triples=False`` the workload is the pairs alone, those containing the target weighted
+  ``target_weight``: smaller marginals, each measured for the same cost, so the 2-way marginals come out closer
+  (Adult, epsilon 1: 2-way TVD 0.022 against 0.023, same AUC; README). The target is the schema's declared one
+  (``target="auto"``), a named column, or none (then the workload is AIM's: all pairs).
 - **Batches.** Each round selects ``batch`` marginals (one exponential mechanism each, among the candidates not
   yet picked this round, all scored against the same model) and measures them, then refits the graphical model
   once. The number of refits - where AIM spends its time - drops by about ``batch``; each selection and
@@ -34,12 +36,13 @@ class BatchAIM(AIM):
     phases = ("metadata", "aim")
     fast_params = {"round_iterations": 20, "iterations": 50, "max_model_size": 1.0}
 
-    def __init__(self, *, target: str = "auto", target_weight: float = 1.0, batch: int = 4,
+    def __init__(self, *, target: str = "auto", target_weight: float = 1.0, triples: bool = True, batch: int = 4,
                  max_model_size: float = 16.0, round_iterations: int = 100, iterations: int = 1000,
                  max_bins: int = DEFAULT_MAX_BINS, reuse_metadata: bool = True, backend: str = "numpy"):
         super().__init__(target=target, max_model_size=max_model_size, round_iterations=round_iterations,
                          iterations=iterations, max_bins=max_bins, reuse_metadata=reuse_metadata, backend=backend)
         self.target_weight = target_weight
+        self.triples = triples
         self.batch = batch
 
     def _per_round(self) -> int:
@@ -57,7 +60,12 @@ class BatchAIM(AIM):
             else {(0,): 1.0}
         if target and d >= 3:
             t = names.index(target)
-            others = [j for j in range(d) if j != t]
-            for a, b in itertools.combinations(others, 2):
-                workload[tuple(sorted((t, a, b)))] = float(self.target_weight)
+            if self.triples:
+                others = [j for j in range(d) if j != t]
+                for a, b in itertools.combinations(others, 2):
+                    workload[tuple(sorted((t, a, b)))] = float(self.target_weight)
+            else:
+                for clique in workload:
+                    if t in clique:
+                        workload[clique] = float(self.target_weight)
         return workload

@@ -152,6 +152,32 @@ def test_aim_target_workload_holds_triples_with_the_target(adult, adult_schema):
     assert any(income in c for c in model.selected_)
 
 
+@pytest.mark.parametrize("triples", [True, False])
+def test_batch_aim_workload_weights_the_target(adult, adult_schema, triples):
+    """Known answers for batch-aim's workload on Adult's 15 columns: every pair at weight 1 plus the 91 triples with
+    the target at ``target_weight``; or (``triples=False``) the 105 pairs alone, the 14 with the target weighted."""
+    from dpsynth.data.discovery import resolve_schema
+    from dpsynth.models.batch_aim import BatchAIM
+
+    model = BatchAIM(target_weight=3.0, triples=triples)
+    ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-5)
+    model.schema_, meta = resolve_schema(adult[0].head(2000), adult_schema, ledger=ledger, share=0.1,
+                                         rng=np.random.default_rng(0))
+    model.discretizer_ = Discretizer.build(model.schema_, meta)
+    workload = model._workload()
+    d, t = 15, model.discretizer_.names.index("income")
+    pairs = {c: w for c, w in workload.items() if len(c) == 2}
+    assert len(pairs) == math.comb(d, 2)
+    if triples:
+        assert all(w == 1.0 for w in pairs.values())
+        triple_weights = [w for c, w in workload.items() if len(c) == 3 and t in c]
+        assert len(workload) == math.comb(d, 2) + math.comb(d - 1, 2) and set(triple_weights) == {3.0}
+    else:
+        assert len(workload) == math.comb(d, 2)
+        assert {c for c, w in pairs.items() if w == 3.0} == {c for c in pairs if t in c}
+        assert sum(w == 1.0 for w in pairs.values()) == math.comb(d - 1, 2)
+
+
 # ---------------------------------------------------------------------------------------------- backends
 def test_duckdb_counts_the_same_tables(adult, adult_schema):
     pytest.importorskip("duckdb")
