@@ -128,9 +128,9 @@ class AIM(SelectMeasureGenerate):
         round_no = 0
         while not final:
             round_no += 1
-            picks_per_round = self._per_round()
             if private:
                 left = rho - rho_used
+                picks_per_round = self._per_round(left / (gaussian_rho(sigma) + exponential_rho(epsilon)))
                 cost = picks_per_round * (gaussian_rho(sigma) + exponential_rho(epsilon))
                 if left < 2 * cost:
                     # the last round spends exactly the rest, in the paper's 90/10 split
@@ -140,6 +140,7 @@ class AIM(SelectMeasureGenerate):
                 rho_used += picks_per_round * (gaussian_rho(sigma) + exponential_rho(epsilon))
                 limit = max_cells * rho_used / rho
             else:
+                picks_per_round = self._per_round(math.inf)
                 final = round_no >= rounds
                 limit = max_cells
             measured = {m.clique for m in measurements}
@@ -183,8 +184,9 @@ class AIM(SelectMeasureGenerate):
         self.budget_ = budget_summary(ledger, n_dp=float(self.metadata_.n_rows), metadata_epsilon=spent_before,
                                       phases=[(PHASE, settings)], shares={PHASE: 1.0})
 
-    def _per_round(self) -> int:
-        """Marginals selected and measured per round, between two refits (1 in AIM)."""
+    def _per_round(self, picks_left: float) -> int:
+        """Marginals selected and measured per round, between two refits (1 in AIM); ``picks_left``: how many
+        more the budget left pays for at the current noise level (inf in non-private mode)."""
         return 1
 
     def _fits(self, model: MarkovRandomField, measured: set, clique: tuple[int, ...], limit: float) -> bool:

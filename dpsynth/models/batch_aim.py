@@ -14,12 +14,15 @@ serve and *when* to refit, neither touching the mechanisms:
 - **Batches.** Each round selects ``batch`` marginals (one exponential mechanism each, among the candidates not
   yet picked this round, all scored against the same model) and measures them, then refits the graphical model
   once. The number of refits - where AIM spends its time - drops by about ``batch``; each selection and
-  measurement costs what it costs in AIM, so the rounds' budget schedule is AIM's.
+  measurement costs what it costs in AIM, so the rounds' budget schedule is AIM's. Batches shrink to one pick
+  once the budget left pays for fewer than 8 full batches at the current noise (``picks_left // 8``): the last,
+  dearest picks - and at small epsilon nearly all of them - stay as adaptive as AIM's.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 
 from dpsynth.errors import InputError
 from dpsynth.marginals.domain import DEFAULT_MAX_BINS
@@ -27,6 +30,8 @@ from dpsynth.models import register
 from dpsynth.models.aim import AIM
 
 __all__ = ["BatchAIM"]
+
+_BATCHES_LEFT = 8
 
 
 @register
@@ -46,8 +51,11 @@ class BatchAIM(AIM):
         self.triples = triples
         self.batch = batch
 
-    def _per_round(self) -> int:
-        return self.batch
+    def _per_round(self, picks_left: float) -> int:
+        # batch only while the budget left pays for at least _BATCHES_LEFT full batches: the last picks (after sigma
+        # halvings the dearest, and at small epsilon all of them) are chosen one at a time, each against the model
+        # refitted to the one before
+        return max(1, min(self.batch, int(picks_left // _BATCHES_LEFT))) if math.isfinite(picks_left) else self.batch
 
     def _workload(self) -> dict[tuple[int, ...], float]:
         names = self.discretizer_.names
