@@ -1,4 +1,4 @@
-"""A discrete graphical model (Markov random field on a junction tree), fitted to noisy marginals, sampled i.i.d.
+"""A discrete graphical model (Markov random field on a junction tree), fitted to noisy marginals, sampled.
 
 This is the "generate" step of select-measure-generate (Private-PGM: McKenna, Sheldon, Miklau, ICML 2019), in
 NumPy: no compilation, no accelerator. It never reads private rows: its inputs are DP measurements (noisy marginal

@@ -27,7 +27,7 @@ to be predicted.
 
 Every selection (``ZCDpEvent(epsilon^2 / 8)``) and measurement (``GaussianDpEvent(sigma)``) is a ledger event; the
 ledger's RDP accountant composes them with the metadata phase into the (epsilon, delta) reported. Generation samples
-the final graphical model i.i.d. (:mod:`dpsynth.marginals.graphical_model`).
+the final graphical model (exact draws, stratified within groups: :mod:`dpsynth.marginals.graphical_model`).
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ and split in thirds, as in the paper:
 3. **2-way marginals** of the d - 1 tree edges, Gaussian, sigma = sqrt((d - 1) / (2 rho/3)).
 
 Generation fits a :class:`~dpsynth.marginals.graphical_model.MarkovRandomField` to all measurements (its junction
-tree is the selected tree) and samples it i.i.d. Departures from the paper, all post-processing or domain choices
-made from DP outputs: numbers are cut into at most ``max_bins`` equal-DP-mass bins of the metadata histogram, and
-rare categories were already merged into ``"__other__"`` by DP discovery (a public schema's categories are kept),
-in place of MST's compression of noisy 1-way counts below 3 sigma.
+tree is the selected tree) and samples it (stratified draws). Departures from the paper, all post-processing or
+domain choices made from DP outputs: numbers are cut into at most ``max_bins`` equal-DP-mass bins of the metadata
+histogram, and rare categories were already merged into ``"__other__"`` by DP discovery (a public schema's
+categories are kept), in place of MST's compression of noisy 1-way counts below 3 sigma.
 """
 
 from __future__ import annotations
