@@ -249,7 +249,7 @@ class MarkovRandomField:
         # walk the subtree from its root, carrying the joint of only what the rest of the walk needs: the query's
         # attributes and the separators of branches still open. Each clique's conditional is first summed down to
         # its separator and the attributes needed later, so no table spans a whole clique times the query (a
-        # 23-column table's triples once asked for tens of GB here).
+        # 23-column batch-aim fit once passed 15 GB here).
         factor, attrs = self.marginals[root] / self.total, self.cliques[root]
         pending = [(root, child) for child in sub.neighbors(root)]
         done = {root}
