@@ -1,11 +1,13 @@
 """Cost of the select-measure-generate models against the number of rows (issue 18): Adult's train split replicated
 (32,561 x k rows, public schema, epsilon 1), each fit in a fresh process so that its peak memory is its own.
 
-Prints one row per (model, backend, rows): fit seconds, peak resident memory of the process (the frame itself
-included: the fit takes a pandas DataFrame), and the ledger epsilon. With ``--backend duckdb`` the count tables are
-computed by DuckDB (SQL ``GROUP BY`` over a table of cell codes it holds) instead of NumPy.
+Prints one row per (model, source, rows): fit seconds, peak resident memory of the process, and the ledger epsilon.
+Sources: ``numpy`` and ``duckdb`` fit a pandas frame (read from the Parquet file in the child, so the frame is in
+the peak) and count in NumPy / DuckDB; ``duckdb-file`` and ``spark-file`` hand the Parquet file's path to the
+model, which counts where the rows live (the rows never enter the Python process; Spark's JVM is a separate
+process, not in the peak shown).
 
-    python benchmarks/marginal_scale.py --models mst,aim --rows 1,10,100 --backends numpy,duckdb
+    python benchmarks/marginal_scale.py --models mst,aim --rows 1,10,100 --sources numpy,duckdb-file
 
 Measured 2026-11-25 on 2 CPU cores: see the README ("Select-measure-generate", scale).
 """
@@ -16,6 +18,8 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 _CHILD = r"""
 import json, resource, sys, time, warnings
@@ -23,15 +27,16 @@ warnings.simplefilter("ignore")
 import pandas as pd
 from dpsynth import datasets
 from dpsynth.models import get_model_class
-model, backend, k = sys.argv[1], sys.argv[2], int(sys.argv[3])
-d = datasets.load("adult")
-train = pd.concat([d.train] * k, ignore_index=True)
-params = {"backend": backend}
+model, source, path = sys.argv[1], sys.argv[2], sys.argv[3]
+schema = datasets.schema("adult")
+backend = source.split("-")[0]
 t = time.perf_counter()
-m = get_model_class(model)(**params).fit(train, epsilon=1.0, delta=1e-5, schema=d.schema, seed=0)
+data = path if source.endswith("-file") else pd.read_parquet(path)
+m = get_model_class(model)(backend=backend).fit(data, epsilon=1.0, delta=1e-5, schema=schema, seed=0)
 fit = time.perf_counter() - t
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"rows": len(train), "fit_s": fit, "peak_mb": peak, "epsilon": m.ledger_.epsilon()}))
+print(json.dumps({"rows": int(round(m.metadata_.n_rows)), "fit_s": fit, "peak_mb": peak,
+                  "epsilon": m.ledger_.epsilon()}))
 """
 
 
@@ -39,19 +44,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="mst,aim")
     parser.add_argument("--rows", default="1,10,100", help="replication factors of Adult's 32,561 rows")
-    parser.add_argument("--backends", default="numpy,duckdb")
+    parser.add_argument("--sources", default="numpy,duckdb-file",
+                        help="numpy, duckdb (a pandas frame counted there), duckdb-file, spark-file (a path)")
     args = parser.parse_args()
-    print(f"{'model':6s} {'backend':8s} {'rows':>10s} {'fit_s':>8s} {'peak_mb':>8s} {'epsilon':>8s}")
-    for model in args.models.split(","):
-        for backend in args.backends.split(","):
-            for k in args.rows.split(","):
-                run = subprocess.run([sys.executable, "-c", _CHILD, model, backend, k], capture_output=True, text=True)
-                if run.returncode != 0:
-                    print(f"{model:6s} {backend:8s} x{k:>9s} failed: {run.stderr.strip().splitlines()[-1]}")
-                    continue
-                r = json.loads(run.stdout.strip().splitlines()[-1])
-                print(f"{model:6s} {backend:8s} {r['rows']:10d} {r['fit_s']:8.1f} {r['peak_mb']:8.0f} "
-                      f"{r['epsilon']:8.3f}", flush=True)
+    import pandas as pd
+
+    from dpsynth import datasets
+
+    train = datasets.load("adult").train
+    print(f"{'model':9s} {'source':11s} {'rows (DP)':>10s} {'fit_s':>8s} {'peak_mb':>8s} {'epsilon':>8s}")
+    with tempfile.TemporaryDirectory() as folder:
+        files = {}
+        for k in args.rows.split(","):
+            files[k] = Path(folder) / f"adult_x{k}.parquet"
+            pd.concat([train] * int(k), ignore_index=True).to_parquet(files[k])
+        for model in args.models.split(","):
+            for source in args.sources.split(","):
+                for k, path in files.items():
+                    run = subprocess.run([sys.executable, "-c", _CHILD, model, source, str(path)], capture_output=True,
+                                         text=True)
+                    if run.returncode != 0:
+                        print(f"{model:9s} {source:11s} x{k:>9s} failed: {run.stderr.strip().splitlines()[-1]}")
+                        continue
+                    r = json.loads(run.stdout.strip().splitlines()[-1])
+                    print(f"{model:9s} {source:11s} {r['rows']:10d} {r['fit_s']:8.1f} {r['peak_mb']:8.0f} "
+                          f"{r['epsilon']:8.3f}", flush=True)
 
 
 if __name__ == "__main__":

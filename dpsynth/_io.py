@@ -226,20 +226,31 @@ def _open_text(path: Path, compression: str | None):
     return _TEXT_OPENERS[compression](path)
 
 
-def _check_rectangular(handle, path: Path, sep: str) -> None:
+def _check_rectangular(handle, path: Path, sep: str) -> list[str]:
     """Raise InputError at the first record whose field count differs from the header's (blank lines are
     skipped, as pandas skips them). One streaming pass with the csv module, quotes handled as pandas does."""
     reader = csv.reader(handle, delimiter=sep)
-    width = None
+    width, header = None, []
     for row in reader:
         if not row:
             continue
         if width is None:
-            width = len(row)
+            width, header = len(row), row
             _check_header(row, path, sep)
         elif len(row) != width:
             raise InputError(f"{path}: line {reader.line_num} has {len(row)} fields but the header has {width}; "
                              "fix the file (a ragged table would lose or shift values).")
+    return header
+
+
+def csv_header(path: str | os.PathLike, sep: str) -> list[str]:
+    """The column names of a CSV file (optionally compressed) after checking, in one streaming pass, that every
+    record has as many fields as the header (as :func:`read_table` does before pandas reads it)."""
+    path = Path(path)
+    suffixes = [s.lower() for s in path.suffixes]
+    compressed = bool(suffixes) and suffixes[-1] in _TEXT_OPENERS
+    with _open_text(path, suffixes[-1] if compressed else None) as handle:
+        return _check_rectangular(handle, path, sep)
 
 
 def _check_header(header: list[str], path: Path, sep: str) -> None:

@@ -43,3 +43,20 @@ def adult_schema():
 def adult_small(adult):
     train, _ = adult
     return train.sample(2000, random_state=0).reset_index(drop=True)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local Spark session (2 cores, no UI); skips where pyspark or Java is missing."""
+    pytest.importorskip("pyspark")
+    import shutil
+
+    if shutil.which("java") is None:
+        pytest.skip("the Spark backend needs Java")
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("dpsynth-tests").config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

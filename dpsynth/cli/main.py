@@ -104,8 +104,9 @@ def _add_fit(sub) -> None:
                    "dp-auto-gan)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
     p.add_argument("--backend", choices=["numpy", "duckdb", "spark"], default=None,
-                   help="where the marginal count tables of mst / aim are computed: 'numpy' in memory (default), "
-                   "'duckdb' (SQL, spills to disk) or 'spark' (the active or a local Spark session)")
+                   help="where the marginal count tables of mst / aim / batch-aim are computed: 'numpy' in memory "
+                   "(default), 'duckdb' (SQL, spills to disk) or 'spark' (the active or a local Spark session); with "
+                   "--schema, a Parquet / CSV file is then read by that engine, never loaded into memory")
     p.add_argument("--seed", type=int, help="reproducible fit; whoever knows the seed can replay the DP noise: "
                    "keep it secret, or leave it out for a release")
     p.add_argument("--dtypes", choices=["public", "private"], default=None,
@@ -303,7 +304,12 @@ def _cmd_fit(args) -> int:
                          f"{args.model}.")
     schema = Schema.load(args.schema) if args.schema else None
     dtypes = args.dtypes or _default_dtypes(args.data)
-    train, _, bundled_schema, _ = load_table(args.data, as_text=schema is None and dtypes == "private", sep=args.sep)
+    if _counted_in_engine(args, model_cls, schema):
+        # the file goes to DuckDB / Spark as it is: its rows never enter this process (flat memory)
+        train, bundled_schema = args.data, None
+    else:
+        train, _, bundled_schema, _ = load_table(args.data, as_text=schema is None and dtypes == "private",
+                                                 sep=args.sep)
     if schema is None and bundled_schema is not None:
         schema = bundled_schema
         print(f"dpsynth: using the public schema shipped for '{args.data}'", file=sys.stderr)
@@ -324,6 +330,15 @@ def _cmd_fit(args) -> int:
     print(model.ledger_)
     print(f"dpsynth: wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def _counted_in_engine(args, model_cls, schema) -> bool:
+    """``dpsynth fit FILE --backend duckdb|spark --schema S``: the model reads the file in the engine (a file, not
+    a bundled dataset; Parquet or CSV with the default separator)."""
+    from dpsynth.datasets import REGISTRY
+
+    return (args.backend in ("duckdb", "spark") and schema is not None and model_cls.reads_tables
+            and args.sep is None and args.data not in REGISTRY and Path(args.data).exists())
 
 
 def _default_dtypes(spec: str) -> str:

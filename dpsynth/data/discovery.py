@@ -98,7 +98,8 @@ from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.mechanisms import gaussian_counts, gaussian_partition_selection, selection_threshold
 
 __all__ = ["resolve_schema", "prepare_private_text", "OTHER", "geometric_grid", "calibrate_metadata_sigma", "TAIL",
-           "DiscoveryPlan", "plan_discovery", "warn_excluded"]
+           "DiscoveryPlan", "plan_discovery", "warn_excluded", "public_grid", "public_schema_release", "numeric_cells",
+           "categorical_cells"]
 
 OTHER = "__other__"
 #: an "other" slot is added when the DP estimate of the unreleased rows exceeds this many noise sds (1% by chance)
@@ -345,23 +346,36 @@ def histogram_numeric(series: pd.Series, col: Column, edges, ledger, sigma, rng,
     out-of-range cells, when they clear 2 noise sd, are added to the edge bins (where clipping puts those rows;
     post-processing) and give a DP estimate of how many rows the bounds clip: the only way a DP fit reports
     clipping (``warn``)."""
+    return noisy_numeric_histogram(numeric_cells(series, col, edges), col, edges, ledger, sigma, rng, warn=warn)
+
+
+def numeric_cells(series: pd.Series, col: Column, edges) -> np.ndarray:
+    """The exact counts :func:`histogram_numeric` adds noise to: the bins of ``edges`` (a value in
+    ``[edges[b], edges[b + 1])``, the top edge in the last bin), the special values, missing, below, above (in
+    that order; an out-of-range special value counts as out of range). An SQL engine counts the same cells with
+    :func:`dpsynth.marginals.tables.metadata_cell_sql`."""
     values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
     with np.errstate(invalid="ignore"):
         below, above = values < col.lower, values > col.upper
     inside = np.where(below | above, np.nan, values)
     counts, specials, missing = numeric_counts(inside, edges, col.special_values)
     missing -= int(below.sum() + above.sum())  # out-of-range rows were set to NaN above; they have cells of their own
-    spend_metadata(ledger, sigma, f"histogram {col.name}", bins=len(counts) + len(specials) + 3)
-    cells = np.concatenate([counts, specials, [missing, below.sum(), above.sum()]])
-    noisy = gaussian_counts(cells, sigma=sigma, rng=rng)
-    k = len(counts)
+    return np.concatenate([counts, specials, [missing, below.sum(), above.sum()]]).astype(np.int64)
+
+
+def noisy_numeric_histogram(cells: np.ndarray, col: Column, edges, ledger, sigma, rng, *, warn: bool = True
+                            ) -> NumericHistogram:
+    """The Gaussian release of :func:`numeric_cells` (wherever they were counted) and its post-processing."""
+    k, n_specials = len(edges) - 1, len(col.special_values)
+    spend_metadata(ledger, sigma, f"histogram {col.name}", bins=k + n_specials + 3)
+    noisy = gaussian_counts(np.asarray(cells), sigma=sigma, rng=rng)
     bins = noisy[:k].copy()
     n_below, n_above = noisy[-2], noisy[-1]
     # out-of-range rows are clipped to the edge bins; a cell that does not clear 2 noise sd is read as empty, so
     # that a table inside its bounds (the usual case with a public schema) does not get twice the noise there
     bins[0] += n_below if n_below > 2.0 * sigma else 0.0
     bins[-1] += n_above if n_above > 2.0 * sigma else 0.0
-    special_counts = {s: max(0.0, float(c)) for s, c in zip(col.special_values, noisy[k : k + len(specials)])}
+    special_counts = {s: max(0.0, float(c)) for s, c in zip(col.special_values, noisy[k : k + n_specials])}
     if warn and sigma > 0:
         _warn_clipped(col, n_below + n_above, sigma)
     return NumericHistogram(edges, np.clip(bins, 0, None), special_counts,
@@ -378,11 +392,20 @@ def _warn_clipped(col: Column, noisy_out: float, sigma: float) -> None:
 
 
 def histogram_categorical(series: pd.Series, col: Column, ledger, sigma, rng) -> CategoricalHistogram:
+    return noisy_categorical_histogram(categorical_cells(series, col), col, ledger, sigma, rng)
+
+
+def categorical_cells(series: pd.Series, col: Column) -> np.ndarray:
+    """The exact counts :func:`histogram_categorical` adds noise to: one per declared category, then missing."""
     codes = categorical_codes(series, col.categories, col.other, unknown_as_missing=col.unknown_as_missing)
     counts = np.bincount(codes[codes >= 0], minlength=len(col.categories))
-    missing = int((codes < 0).sum())
-    spend_metadata(ledger, sigma, f"histogram {col.name}", bins=len(counts) + 1)
-    noisy = np.clip(gaussian_counts(np.append(counts, missing), sigma=sigma, rng=rng), 0, None)
+    return np.append(counts, int((codes < 0).sum())).astype(np.int64)
+
+
+def noisy_categorical_histogram(cells: np.ndarray, col: Column, ledger, sigma, rng) -> CategoricalHistogram:
+    """The Gaussian release of :func:`categorical_cells` (wherever they were counted)."""
+    spend_metadata(ledger, sigma, f"histogram {col.name}", bins=len(col.categories) + 1)
+    noisy = np.clip(gaussian_counts(np.asarray(cells), sigma=sigma, rng=rng), 0, None)
     return CategoricalHistogram(col.categories, noisy[:-1],
                                 _missing_mass(float(noisy[-1]), sigma) if col.nullable else 0.0)
 
@@ -395,15 +418,26 @@ def _missing_mass(noisy: float, sigma: float) -> float:
 
 
 def _public_schema_stats(data, schema: Schema, ledger, share, rng) -> DPMetadata:
+    cells = {col.name: categorical_cells(data[col.name], col) if col.is_discrete
+             else numeric_cells(data[col.name], col, public_grid(col)) for col in schema.columns}
+    return public_schema_release(len(data), cells, schema, ledger, share, rng)
+
+
+def public_schema_release(n_rows: int, cells: dict[str, np.ndarray], schema: Schema, ledger, share, rng
+                          ) -> DPMetadata:
+    """The metadata phase with a public schema, from exact counts (a noisy row count, then each column's
+    histogram in schema order): the one place its noise is added, whether pandas or an SQL engine counted. The
+    same counts and seed give the same release."""
     sigma = _sigma(ledger, len(schema) + 1, share)
-    n_rows = noisy_row_count(data, ledger, sigma, rng)
+    spend_metadata(ledger, sigma, "row count")
+    noisy_n = max(1.0, float(gaussian_counts(np.array([n_rows]), sigma=sigma, rng=rng)[0]))
     hists = {}
     for col in schema.columns:
         if col.is_discrete:
-            hists[col.name] = histogram_categorical(data[col.name], col, ledger, sigma, rng)
+            hists[col.name] = noisy_categorical_histogram(cells[col.name], col, ledger, sigma, rng)
         else:
-            hists[col.name] = histogram_numeric(data[col.name], col, public_grid(col), ledger, sigma, rng)
-    return DPMetadata(n_rows, hists, non_private=ledger.non_private, sigma=sigma)
+            hists[col.name] = noisy_numeric_histogram(cells[col.name], col, public_grid(col), ledger, sigma, rng)
+    return DPMetadata(noisy_n, hists, non_private=ledger.non_private, sigma=sigma)
 
 
 # ---------------------------------------------------------------------------------------------- DP discovery

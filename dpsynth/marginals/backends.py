@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from dpsynth.errors import InputError
+from dpsynth.marginals.tables import DuckDBTable, SparkTable, category_test
 
 __all__ = ["NumPyBackend", "DuckDBBackend", "SparkBackend", "BACKENDS", "cell_sql"]
 
@@ -50,30 +50,18 @@ class NumPyBackend:
 
 
 class DuckDBBackend:
-    """Counts computed by DuckDB from ``source`` (a path to Parquet / CSV, or a DataFrame) with the cell rules of a
-    :class:`~dpsynth.marginals.domain.Discretizer` translated to SQL ``CASE`` expressions. The cell codes are
-    materialised once as a DuckDB table of small integers; each count table is one ``GROUP BY``."""
+    """Counts computed by DuckDB from ``source`` (a :class:`~dpsynth.marginals.tables.DuckDBTable`, a path to
+    Parquet / CSV, or a DataFrame) with the cell rules of a :class:`~dpsynth.marginals.domain.Discretizer`
+    translated to SQL ``CASE`` expressions. The cell codes are materialised once as a DuckDB table of small
+    integers; each count table is one ``GROUP BY``."""
 
-    def __init__(self, source: str | Path | pd.DataFrame, discretizer, *, memory_limit: str | None = None):
-        try:
-            import duckdb
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise InputError("The DuckDB backend needs duckdb: pip install 'dpsynth[scale]'.") from exc
+    def __init__(self, source, discretizer, *, memory_limit: str | None = None):
+        self.table = source if isinstance(source, DuckDBTable) else DuckDBTable(source, memory_limit=memory_limit)
         self.sizes = discretizer.sizes
-        self.con = duckdb.connect()
-        if memory_limit:
-            self.con.execute(f"SET memory_limit = '{memory_limit}'")
-        if isinstance(source, pd.DataFrame):
-            self.con.register("source_frame", source)
-            relation = "source_frame"
-        else:
-            path = str(source)
-            if not Path(path).exists():
-                raise InputError(f"No such file: {path}")
-            reader = "read_parquet" if path.endswith(".parquet") else "read_csv_auto"
-            relation = f"{reader}('{_quote(path)}')"
-        exprs = [f"{cell_sql(c)} AS c{j}" for j, c in enumerate(discretizer.columns)]
-        self.con.execute(f"CREATE TEMP TABLE cells AS SELECT {', '.join(exprs)} FROM {relation}")
+        self.con = self.table.con
+        kind = "SMALLINT" if max(self.sizes, default=0) < 2**15 else "INTEGER"  # small codes: less memory per row
+        exprs = [f"CAST({cell_sql(c)} AS {kind}) AS c{j}" for j, c in enumerate(discretizer.columns)]
+        self.con.execute(f"CREATE TEMP TABLE cells AS SELECT {', '.join(exprs)} FROM {self.table.relation}")
         self._cache: dict[tuple[int, ...], np.ndarray] = {}
 
     def counts(self, clique: tuple[int, ...]) -> np.ndarray:
@@ -96,14 +84,6 @@ def _quote(text: str) -> str:
     return text.replace("'", "''")
 
 
-def _literal(value) -> str:
-    if isinstance(value, (bool, np.bool_)):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return repr(float(value))
-    return f"'{_quote(str(value))}'"
-
-
 def cell_sql(cells, *, text_type: str = "VARCHAR", double_cast: str = "CAST") -> str:
     """The SQL expression giving a column's cell code (the same rules as ``domain.encode_column``).
 
@@ -115,11 +95,7 @@ def cell_sql(cells, *, text_type: str = "VARCHAR", double_cast: str = "CAST") ->
     parts = [f"WHEN {name} IS NULL THEN {missing}"]
     if cells.kind == "categorical":
         for i, c in enumerate(cells.categories):
-            if isinstance(c, (bool, np.bool_)):  # SQL engines spell booleans 'true' / 'false' as text
-                test = f"TRY_CAST({name} AS BOOLEAN) = {_literal(c)}"
-            else:
-                test = f"CAST({name} AS {text_type}) = {_literal(str(c))}"
-            parts.append(f"WHEN {test} THEN {i}")
+            parts.append(f"WHEN {category_test(name, c, text_type)} THEN {i}")
         other = cells.categories.index("__other__") if "__other__" in cells.categories else missing
         parts.append(f"ELSE {other}")
     else:
@@ -142,24 +118,19 @@ class SparkBackend:
     ``spark``: the SparkSession to use; default the active one, else a local session (``local[*]``, no UI)."""
 
     def __init__(self, source, discretizer, *, spark=None):
-        try:
-            from pyspark.sql import DataFrame as SparkFrame
-            from pyspark.sql import SparkSession
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise InputError("The Spark backend needs pyspark (and Java 17+): pip install 'dpsynth[spark]'.") from exc
         self.sizes = discretizer.sizes
-        if spark is None:
-            spark = SparkSession.getActiveSession() or _local_session(SparkSession)
-        if isinstance(source, SparkFrame):
-            frame = source
+        if isinstance(source, SparkTable):
+            frame = source.frame
         elif isinstance(source, pd.DataFrame):
+            try:
+                from pyspark.sql import SparkSession
+            except ImportError as exc:  # pragma: no cover - depends on the install
+                raise InputError("The Spark backend needs pyspark (and Java 17+): pip install 'dpsynth[spark]'."
+                                 ) from exc
+            spark = spark or SparkSession.getActiveSession() or _local_session(SparkSession)
             frame = _spark_frame(spark, source, discretizer)
         else:
-            path = str(source)
-            if "://" not in path and not Path(path).exists():
-                raise InputError(f"No such file: {path}")
-            frame = (spark.read.parquet(path) if path.endswith(".parquet")
-                     else spark.read.csv(path, header=True, inferSchema=True))
+            frame = SparkTable(source, spark=spark).frame
         exprs = [f"{cell_sql(c, text_type='STRING', double_cast='TRY_CAST')} AS c{j}"
                  for j, c in enumerate(discretizer.columns)]
         self.cells = frame.selectExpr(*exprs).cache()

@@ -21,7 +21,10 @@ __all__ = ["SelectMeasureGenerate"]
 
 class SelectMeasureGenerate(Synthesizer):
     """Base of MST and AIM: subclasses implement ``_select_and_measure`` and set ``self.model_`` (a fitted
-    :class:`~dpsynth.marginals.graphical_model.MarkovRandomField`) in it."""
+    :class:`~dpsynth.marginals.graphical_model.MarkovRandomField`) in it. ``fit`` also takes a file path or a
+    Spark DataFrame (with ``backend="duckdb"`` / ``"spark"`` and a public schema), counted where the rows live."""
+
+    reads_tables = True
 
     def _check_params(self) -> None:
         if self.backend not in BACKENDS:
@@ -29,15 +32,17 @@ class SelectMeasureGenerate(Synthesizer):
         if self.max_bins < 2:
             raise InputError(f"hyper-parameter max_bins must be an integer >= 2. Found {self.max_bins!r}.")
 
-    def _prepare(self, frame: pd.DataFrame) -> None:
+    def _prepare(self, source) -> None:
+        """The counting backend on ``source``: a conformed pandas frame, or an engine-held table
+        (:mod:`dpsynth.marginals.tables`) of the backend's engine."""
         self.discretizer_ = Discretizer.build(self.schema_, self.metadata_, self.max_bins)
         sizes = self.discretizer_.sizes
         if self.backend == "duckdb":
-            self._counts = DuckDBBackend(frame, self.discretizer_)
+            self._counts = DuckDBBackend(source, self.discretizer_)
         elif self.backend == "spark":
-            self._counts = SparkBackend(frame, self.discretizer_)
+            self._counts = SparkBackend(source, self.discretizer_)
         else:
-            self._counts = NumPyBackend(self.discretizer_.encode(frame), sizes)
+            self._counts = NumPyBackend(self.discretizer_.encode(source), sizes)
 
     def _metadata_measurements(self) -> list[Measurement]:
         """The metadata phase's histograms as 1-way measurements (post-processing of DP releases; none when the
@@ -52,7 +57,10 @@ class SelectMeasureGenerate(Synthesizer):
         return out
 
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
-        self._prepare(frame)
+        self._fit_table(frame, rng=rng, progress=progress)
+
+    def _fit_table(self, table, *, rng: np.random.Generator, progress: bool) -> None:
+        self._prepare(table)
         try:
             self._select_and_measure(rng=rng, progress=progress)
         finally:

@@ -68,6 +68,8 @@ class Synthesizer(ABC):
     #: the metadata phase's share of epsilon when the fit's budget leaves it to the model (``metadata_share=None``);
     #: a public constant per model, chosen by measurement (README, "Budget splits")
     default_metadata_share: ClassVar[float] = DEFAULT_METADATA_SHARE
+    #: whether ``fit`` also takes a file path or a Spark DataFrame, counted by an SQL engine (never loaded)
+    reads_tables: ClassVar[bool] = False
     #: hyper-parameters small enough for the contract suite and smoke tests (seconds on Adult slices)
     fast_params: ClassVar[dict[str, Any]] = {}
     #: old hyper-parameter name -> new name (None: a training-only setting that no longer exists), so that model
@@ -131,7 +133,7 @@ class Synthesizer(ABC):
     # ------------------------------------------------------------------ fit
     def fit(
         self,
-        data: pd.DataFrame,
+        data: pd.DataFrame | str | os.PathLike,
         budget: PrivacyBudget | None = None,
         *,
         epsilon: float | None = None,
@@ -143,6 +145,10 @@ class Synthesizer(ABC):
         dtypes: str = "public",
     ) -> Synthesizer:
         """Fit on private ``data`` within a privacy budget; see the module docstring.
+
+        ``data`` is a pandas DataFrame; models with ``reads_tables`` (``aim``, ``mst``, ``batch-aim`` with
+        ``backend="duckdb"`` or ``"spark"``) also take a Parquet / CSV path or a Spark DataFrame with a public
+        ``schema``, counted by the engine without loading the rows (:mod:`dpsynth.marginals.tables`).
 
         The budget is a :class:`~dpsynth.privacy.budget.PrivacyBudget` (``fit(df, PrivacyBudget(1.0, 1e-5))``) or
         its fields as keywords (``fit(df, epsilon=1.0, delta=1e-5, metadata_share=0.1)``), not both.
@@ -159,10 +165,13 @@ class Synthesizer(ABC):
         """
         from dpsynth.data.discovery import prepare_private_text, resolve_schema
         from dpsynth.data.text import DTYPE_MODES, as_text
+        from dpsynth.marginals.tables import is_table_source
 
+        in_engine = is_table_source(data)  # a file path or a Spark DataFrame: counted where it lives
         if dtypes == "private" and isinstance(data, pd.DataFrame):
             data = as_text(data)  # every cell as text first (a mixed-type object column is then just text)
-        check_frame(data)
+        if not in_engine:
+            check_frame(data)
         # validated as a whole; never against len(data): its messages would print the exact n
         budget = as_budget(budget, epsilon=epsilon, delta=delta, metadata_share=metadata_share)
         epsilon, delta, metadata_share = budget.epsilon, budget.delta, budget.metadata_share
@@ -182,10 +191,22 @@ class Synthesizer(ABC):
                 "bounds, drop rare categories), then set \"provenance\": \"public\" (or call schema.reviewed()). "
                 "Without a schema, fit discovers the metadata with DP. Found provenance 'inferred'."
             )
+        if in_engine and not self.reads_tables:
+            raise InputError(f"Model '{self.name}' fits a pandas DataFrame: read the table first (e.g. "
+                             "pd.read_parquet). A file path or a Spark DataFrame is for the models that count "
+                             "marginals where the rows live (aim, mst, batch-aim with backend='duckdb' or 'spark').")
+        if in_engine and schema is None:
+            raise InputError("Fitting from a file path or a Spark DataFrame needs a public schema (DP discovery runs "
+                             "on a pandas frame): pass schema=, or read the table with pandas.")
         self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta))
         self.fit_info_ = {"metadata_share": float(metadata_share), "seeded": seed is not None,
                           "public_schema": schema is not None, "dtypes": dtypes}
         rng = np.random.default_rng(seed)
+        if in_engine:
+            self._fit_in_engine(data, schema, metadata_share, rng=rng, progress=progress)
+            self.marginal_map_ = None
+            self._fitted = True
+            return self
         # metadata: public schema or DP discovery, plus DP row count and histograms (phase "metadata")
         self.schema_, self.metadata_ = resolve_schema(
             data, schema, ledger=self.ledger_, share=metadata_share, rng=rng, progress=progress, dtypes=dtypes
@@ -206,6 +227,31 @@ class Synthesizer(ABC):
             self.marginal_map_ = MarginalMap.fit(reference, self.schema_, self.metadata_)
         self._fitted = True
         return self
+
+    def _fit_in_engine(self, source, schema: Schema, share: float, *, rng: np.random.Generator,
+                       progress: bool) -> None:
+        """Fit on a table an SQL engine holds (:mod:`dpsynth.marginals.tables`): the metadata phase from the
+        engine's exact counts, released by the same code (and the same draws of ``rng``) as the pandas path, then
+        :meth:`_fit_table`."""
+        from dpsynth.data.discovery import public_schema_release
+        from dpsynth.marginals.tables import count_metadata_cells, open_table
+
+        table = open_table(source, getattr(self, "backend", ""))
+        try:
+            n_rows, cells = count_metadata_cells(table, schema)
+            self.schema_ = schema
+            self.metadata_ = public_schema_release(n_rows, cells, schema, self.ledger_, share, rng)
+            if not self.ledger_.non_private:
+                warn_large_delta(float(self.ledger_.target_delta), self.metadata_.n_rows)
+            self._fit_table(table, rng=rng, progress=progress)
+        finally:
+            close = getattr(table, "close", None)
+            if close is not None:
+                close()
+
+    def _fit_table(self, table, *, rng: np.random.Generator, progress: bool) -> None:
+        """Fit on an engine-held table (models with ``reads_tables``)."""
+        raise NotImplementedError
 
     @abstractmethod
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:

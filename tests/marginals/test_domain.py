@@ -119,22 +119,6 @@ def test_duckdb_matches_numpy_on_booleans_integers_and_missing_values():
         np.testing.assert_array_equal(duck.counts(clique), ours.counts(clique))
 
 
-@pytest.fixture(scope="module")
-def spark():
-    pytest.importorskip("pyspark")
-    import shutil
-
-    if shutil.which("java") is None:
-        pytest.skip("the Spark backend needs Java")
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("dpsynth-tests").config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-
-
 def test_spark_counts_the_tables_numpy_counts(spark, adult, adult_schema, tmp_path):
     """Spark (local mode) gives the same marginals as pandas/NumPy from a pandas frame, a Spark DataFrame and a
     Parquet path, on categories, binned numbers, booleans, integer codes and missing values."""

@@ -1,0 +1,293 @@
+"""Private tables held by an SQL engine instead of pandas: a Parquet / CSV file read by DuckDB, or a Spark
+DataFrame (or a path Spark reads). The select-measure-generate models fit from them without the rows ever
+entering the Python process: the metadata phase's exact counts, the schema check and every marginal are SQL
+``GROUP BY`` queries whose results are count tables, so memory stays flat in the number of rows.
+
+What the engines must agree on with the pandas path (tested: the same seed gives the same model):
+
+- **missing values**: SQL ``NULL``; a floating column's NaN; in a CSV (read as text) the empty field and pandas'
+  default NA tokens (``NA``, ``null``, ``NaN``, ...), as ``pandas.read_csv`` reads them. The table exposes a
+  *normalised* relation in which all of these are ``NULL``;
+- **numbers**: ``TRY_CAST(value AS DOUBLE)`` (text that is not a number is an error for a numeric column, as
+  ``Schema.validate`` says), bins ``[edges[b], edges[b + 1])`` with the top edge in the last bin, special values
+  before bins, out-of-range values counted apart (:func:`metadata_cell_sql`; clipped into the edge bins when
+  counting marginals, :func:`dpsynth.marginals.backends.cell_sql`);
+- **categories**: a number category matches numerically (a CSV's ``"1"`` or a float ``1.0`` is category ``1``), a
+  boolean by ``TRY_CAST(... AS BOOLEAN)``, text by its text; unknown values go to ``"other"``, to missing
+  (``unknown_as_missing``) or are an error, as the schema says.
+
+The schema check (:func:`count_metadata_cells`) is part of the counting: error cells (unknown categories,
+non-numeric text, infinite numbers, missing values in a non-nullable column) make a :class:`SchemaError` that
+names the rule and the column, never a count or a value (DESIGN.md §1 rule 8). No noise is added here: the counts
+go to :func:`dpsynth.data.discovery.public_schema_release`, the pandas path's own release.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.data.schema import Column, Schema
+from dpsynth.errors import InputError, SchemaError
+
+__all__ = ["SQLTable", "DuckDBTable", "SparkTable", "open_table", "is_table_source", "metadata_cell_sql",
+           "count_metadata_cells", "category_test", "NA_TOKENS"]
+
+#: pandas.read_csv's default missing-value tokens (besides the empty field)
+NA_TOKENS = ("#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
+             "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+_NON_NUMERIC, _INFINITE, _UNKNOWN = -2, -3, -4  # error cells of the metadata query
+#: column types a model can read (DuckDB's names, then Spark's simpleString names); dates, lists, maps, blobs are not
+_ALLOWED = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
+            "FLOAT", "DOUBLE", "DECIMAL", "VARCHAR", "BOOLEAN", "INT", "STRING")
+_FLOATING = ("FLOAT", "DOUBLE", "REAL")
+
+
+def _quote_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class SQLTable:
+    """A private table in an SQL engine: its column names and types, and GROUP BY counts of SQL expressions over
+    the normalised relation (see the module docstring). Subclasses set ``names``, ``types`` (upper-case engine
+    type names without parameters) and the dialect: ``text_type`` and ``double_cast``."""
+
+    text_type = "VARCHAR"
+    double_cast = "CAST"
+    names: list[str]
+    types: dict[str, str]
+
+    def quote(self, name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    def row_count(self) -> int:
+        raise NotImplementedError
+
+    def code_counts(self, expr: str) -> dict[int, int]:
+        """{code: number of rows} of one integer SQL expression over the relation."""
+        raise NotImplementedError
+
+    def _normalised(self, names: list[str], types: dict[str, str], text_csv: bool) -> list[str]:
+        """Select expressions giving each column with every missing value as NULL."""
+        out = []
+        for name in names:
+            q = self.quote(name)
+            if text_csv:
+                tokens = ", ".join(_quote_text(t) for t in ("",) + NA_TOKENS)
+                out.append(f"CASE WHEN {q} IN ({tokens}) THEN NULL ELSE {q} END AS {q}")
+            elif types[name] in _FLOATING:
+                out.append(f"CASE WHEN isnan({q}) THEN NULL ELSE {q} END AS {q}")
+            else:
+                out.append(q)
+        return out
+
+
+class DuckDBTable(SQLTable):
+    """A Parquet file (or glob of files) or a CSV file (optionally compressed; read as text, as ``dpsynth fit``
+    reads a CSV with a schema) held by an embedded DuckDB; a pandas frame is accepted too (tests, small tables).
+    ``memory_limit`` (e.g. ``"2GB"``): DuckDB's own cap; above it DuckDB spills to its temp directory."""
+
+    def __init__(self, source, *, memory_limit: str | None = None):
+        try:
+            import duckdb
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise InputError("Fitting from a file or with the DuckDB backend needs duckdb: "
+                             "pip install 'dpsynth[scale]'.") from exc
+        self.con = duckdb.connect()
+        if memory_limit:
+            self.con.execute(f"SET memory_limit = {_quote_text(memory_limit)}")
+        text_csv = False
+        if isinstance(source, pd.DataFrame):
+            self.con.register("source_frame", source)
+            raw = "source_frame"
+        else:
+            path = os.fspath(source)
+            kind = _file_kind(path)
+            if kind == "parquet":
+                raw = f"read_parquet({_quote_text(path)})"
+            else:
+                from dpsynth._io import csv_header
+
+                delim = "\t" if ".tsv" in [s.lower() for s in Path(path).suffixes] else ","
+                names = csv_header(path, delim)  # ragged files refused, as read_table refuses them
+                columns = "{" + ", ".join(f"{_quote_text(n)}: 'VARCHAR'" for n in names) + "}"
+                # the dialect and the columns are fixed, as pandas reads the file: nothing is sniffed from its rows
+                raw = (f"read_csv({_quote_text(path)}, auto_detect = false, header = true, columns = {columns}, "
+                       f"delim = {_quote_text(delim)}, quote = '\"', escape = '\"')")
+                text_csv = True
+        try:
+            described = self.con.execute(f"DESCRIBE SELECT * FROM {raw}").fetchall()
+        except duckdb.Error as exc:
+            raise InputError(f"Cannot read {source if not isinstance(source, pd.DataFrame) else 'the frame'} "
+                             f"with DuckDB: {str(exc).splitlines()[0]}") from exc
+        self.names = [row[0] for row in described]
+        self.types = {row[0]: str(row[1]).split("(")[0].upper() for row in described}
+        self.relation = f"(SELECT {', '.join(self._normalised(self.names, self.types, text_csv))} FROM {raw})"
+
+    def row_count(self) -> int:
+        return int(self.con.execute(f"SELECT count(*) FROM {self.relation}").fetchone()[0])
+
+    def code_counts(self, expr: str) -> dict[int, int]:
+        rows = self.con.execute(f"SELECT cell, count(*) FROM (SELECT {expr} AS cell FROM {self.relation}) "
+                                "GROUP BY cell").fetchall()
+        return {int(code): int(n) for code, n in rows}
+
+    def close(self) -> None:
+        self.con.close()
+
+
+class SparkTable(SQLTable):
+    """A Spark DataFrame, or a Parquet / CSV path Spark reads (a CSV as text, with pandas' NA tokens), on the
+    given session (default: the active one, else a local one)."""
+
+    text_type = "STRING"
+    double_cast = "TRY_CAST"
+
+    def __init__(self, source, *, spark=None):
+        try:
+            from pyspark.sql import DataFrame as SparkFrame
+            from pyspark.sql import SparkSession
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise InputError("The Spark backend needs pyspark (and Java 17+): pip install 'dpsynth[spark]'.") from exc
+        from dpsynth.marginals.backends import _local_session
+
+        if spark is None:
+            spark = SparkSession.getActiveSession() or _local_session(SparkSession)
+        text_csv = False
+        if isinstance(source, SparkFrame):
+            frame = source
+        else:
+            path = os.fspath(source)
+            if "://" not in path and not Path(path).exists():
+                raise InputError(f"No such file: {path}.")
+            if _file_kind(path, check=False) == "parquet":
+                frame = spark.read.parquet(path)
+            else:
+                frame = spark.read.csv(path, header=True, inferSchema=False)
+                text_csv = True
+        self.names = list(frame.columns)
+        self.types = {f.name: f.dataType.simpleString().split("(")[0].upper() for f in frame.schema.fields}
+        self.frame = frame.selectExpr(*self._normalised(self.names, self.types, text_csv))
+
+    def quote(self, name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    def row_count(self) -> int:
+        return int(self.frame.count())
+
+    def code_counts(self, expr: str) -> dict[int, int]:
+        rows = self.frame.selectExpr(f"{expr} AS cell").groupBy("cell").count().collect()
+        return {int(r["cell"]): int(r["count"]) for r in rows}
+
+
+def _file_kind(path: str, *, check: bool = True) -> str:
+    if check and not any(ch in path for ch in "*?[") and not Path(path).exists():
+        raise InputError(f"No such file: {path}.")
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] in (".parquet", ".pq") or Path(path).is_dir():
+        return "parquet"
+    body = suffixes[-2] if len(suffixes) > 1 and suffixes[-1] == ".gz" else (suffixes[-1] if suffixes else "")
+    if body in (".csv", ".tsv"):
+        return "csv"
+    raise InputError(f"An SQL engine reads Parquet (.parquet) or CSV / TSV (optionally .gz) files. Found '{path}'.")
+
+
+def is_table_source(data) -> bool:
+    """Whether ``fit`` was given something an SQL engine reads (a path or a Spark DataFrame), not a pandas frame."""
+    if isinstance(data, (str, os.PathLike)):
+        return True
+    return type(data).__module__.startswith("pyspark.") and type(data).__name__ == "DataFrame"
+
+
+def open_table(source, backend: str) -> SQLTable:
+    """The engine that holds ``source`` for a model whose backend is ``backend``."""
+    is_spark_frame = is_table_source(source) and not isinstance(source, (str, os.PathLike))
+    if backend == "spark":
+        return SparkTable(source)
+    if backend == "duckdb" and not is_spark_frame:
+        return DuckDBTable(source)
+    what = "a Spark DataFrame" if is_spark_frame else "a file path"
+    needs = "backend='spark'" if is_spark_frame else "backend='duckdb' or 'spark'"
+    raise InputError(f"Fitting from {what} needs {needs} (the rows are counted where they live); "
+                     f"with backend={backend!r}, pass a pandas DataFrame.")
+
+
+# ---------------------------------------------------------------------------------------------- the metadata query
+def category_test(value_sql: str, category, text_type: str) -> str:
+    """SQL truth of "the value is this declared category" (see the module docstring for the rule)."""
+    if isinstance(category, (bool, np.bool_)):
+        return f"TRY_CAST({value_sql} AS BOOLEAN) = {'TRUE' if category else 'FALSE'}"
+    if isinstance(category, (int, float, np.integer, np.floating)):
+        return f"TRY_CAST({value_sql} AS DOUBLE) = {float(category)!r}"
+    return f"CAST({value_sql} AS {text_type}) = {_quote_text(str(category))}"
+
+
+def metadata_cell_sql(table: SQLTable, col: Column, edges: np.ndarray | None = None) -> str:
+    """The cell of each row in the metadata phase's query of ``col`` (the cells of
+    :func:`~dpsynth.data.discovery.categorical_cells` / :func:`~dpsynth.data.discovery.numeric_cells`), with
+    negative error cells for what the schema refuses."""
+    q = table.quote(col.name)
+    if col.is_discrete:
+        m = len(col.categories)
+        parts = [f"WHEN {q} IS NULL THEN {m}"]
+        parts += [f"WHEN {category_test(q, c, table.text_type)} THEN {i}" for i, c in enumerate(col.categories)]
+        unknown = col.categories.index(col.other) if col.other is not None else \
+            (m if col.unknown_as_missing else _UNKNOWN)
+        return "CASE " + " ".join(parts) + f" ELSE {unknown} END"
+    k, specials = len(edges) - 1, tuple(col.special_values)
+    missing, below, above = k + len(specials), k + len(specials) + 1, k + len(specials) + 2
+    x = f"TRY_CAST({q} AS DOUBLE)"
+    parts = [f"WHEN {q} IS NULL THEN {missing}", f"WHEN {x} IS NULL THEN {_NON_NUMERIC}",
+             f"WHEN isnan({x}) THEN {missing}", f"WHEN abs({x}) = CAST('Infinity' AS DOUBLE) THEN {_INFINITE}",
+             f"WHEN {x} < {float(col.lower)!r} THEN {below}", f"WHEN {x} > {float(col.upper)!r} THEN {above}"]
+    parts += [f"WHEN {x} = {float(s)!r} THEN {k + i}" for i, s in enumerate(specials)]
+    parts += [f"WHEN {x} >= {float(edges[b])!r} THEN {b}" for b in range(k - 1, 0, -1)]
+    return "CASE " + " ".join(parts) + " ELSE 0 END"
+
+
+def count_metadata_cells(table: SQLTable, schema: Schema) -> tuple[int, dict[str, np.ndarray]]:
+    """(row count, {column: exact metadata cells}) of ``table`` under ``schema``, checking the table against the
+    schema as :meth:`Schema.validate` does (one GROUP BY per column; messages carry no count or value)."""
+    from dpsynth.data.discovery import public_grid
+
+    absent = [n for n in schema.names if n not in table.names]
+    if absent:
+        raise SchemaError(f"Data lacks columns declared in the schema: {absent}.")
+    extra = [n for n in table.names if n not in schema.names and n not in schema.excluded]
+    if extra:
+        raise SchemaError(f"Data has columns the schema does not declare: {extra}. Add them to the schema or drop "
+                          "them first.")
+    for col in schema.columns:
+        kind = table.types[col.name]
+        if kind not in _ALLOWED:
+            raise InputError(f"Column '{col.name}' has type {kind}, which no model can represent: give it as a "
+                             "number, text or boolean.")
+    n_rows = table.row_count()
+    if n_rows == 0:
+        raise InputError("The table has no rows.")
+    cells = {}
+    for col in schema.columns:
+        edges = None if col.is_discrete else public_grid(col)
+        size = len(col.categories) + 1 if col.is_discrete else len(edges) - 1 + len(col.special_values) + 3
+        counts = table.code_counts(metadata_cell_sql(table, col, edges))
+        if counts.get(_UNKNOWN):
+            raise SchemaError(f"Column '{col.name}' has values outside the declared categories (not shown: "
+                              "private). Declare them, or an \"other\" category.")
+        if counts.get(_NON_NUMERIC):
+            raise SchemaError(f"Column '{col.name}' is {col.kind} but holds non-numeric values.")
+        if counts.get(_INFINITE):
+            raise SchemaError(f"Column '{col.name}' holds infinite values; replace them or mark them missing.")
+        out = np.zeros(size, dtype=np.int64)
+        for code, n in counts.items():
+            out[code] = n
+        missing = out[len(col.categories)] if col.is_discrete else out[size - 3]
+        raw_missing = missing if not (col.is_discrete and col.unknown_as_missing) else \
+            table.code_counts(f"CASE WHEN {table.quote(col.name)} IS NULL THEN 1 ELSE 0 END").get(1, 0)
+        if raw_missing and not col.nullable:
+            raise SchemaError(f"Column '{col.name}' has missing values but is not nullable in the schema; declare "
+                              "it \"nullable\": true.")
+        cells[col.name] = out
+    return n_rows, cells
