@@ -78,6 +78,7 @@ threshold is ~800 rows (2.5%): categories below it (e.g. education's 1st-4th ...
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -126,6 +127,7 @@ def geometric_grid() -> np.ndarray:
     return np.concatenate([-pos[::-1], pos])
 
 
+@functools.lru_cache(maxsize=256)  # a pure function of its arguments, and ~2 s of PLD accounting per call
 def calibrate_metadata_sigma(n_queries: int, epsilon: float, delta: float) -> float:
     """Smallest sigma (to 0.1%) such that ``n_queries`` Gaussian counts (sensitivity 1) compose to
     (epsilon, delta)-DP under the ledger's default accountant; never above the target (dpsynth's one calibration

