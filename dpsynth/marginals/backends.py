@@ -80,10 +80,6 @@ class DuckDBBackend:
         return self._cache[clique]
 
 
-def _quote(text: str) -> str:
-    return text.replace("'", "''")
-
-
 def cell_sql(cells, *, text_type: str = "VARCHAR", double_cast: str = "CAST") -> str:
     """The SQL expression giving a column's cell code (the same rules as ``domain.encode_column``).
 

@@ -47,11 +47,17 @@ Clique = tuple[int, ...]
 @dataclass(frozen=True)
 class Measurement:
     """A noisy count table ``y`` of ``clique`` (shape: the clique's attribute sizes) with noise sd ``sigma`` (a
-    number, or one per cell, e.g. for cells that sum several noisy cells)."""
+    number, or one per cell, e.g. for cells that sum several noisy cells).
+
+    ``groups`` (optional, one entry per attribute of the clique): an attribute's cells merged into coarser ones
+    (``groups[i][cell]`` = its coarse cell, or None to keep the attribute's cells), so ``y`` counts the coarse
+    table - a linear query of the clique's marginal (:meth:`coarsen`), as private-pgm's measurements with a query
+    matrix. A coarse table has fewer cells, so less noise in total, at the price of detail."""
 
     clique: Clique
     y: np.ndarray
     sigma: float | np.ndarray
+    groups: tuple[np.ndarray | None, ...] | None = None
 
     def __post_init__(self) -> None:
         if tuple(sorted(set(self.clique))) != tuple(self.clique):
@@ -59,10 +65,37 @@ class Measurement:
         sigma = np.asarray(self.sigma, dtype=float)
         if not np.all(np.isfinite(sigma)) or np.any(sigma <= 0) or sigma.shape not in ((), np.shape(self.y)):
             raise InputError(f"sigma must be > 0, a number or one per cell. Found shape {sigma.shape}.")
+        if self.groups is not None:
+            if len(self.groups) != len(self.clique):
+                raise InputError(f"groups needs one entry per attribute of the clique. Found {len(self.groups)}.")
+            for i, g in enumerate(self.groups):
+                if g is not None and (np.ndim(g) != 1 or int(np.max(g)) + 1 != np.shape(self.y)[i]
+                                      or np.min(g) < 0):
+                    raise InputError(f"groups[{i}] must map each cell to a coarse cell 0..{np.shape(self.y)[i] - 1}.")
 
     @property
     def weight(self) -> np.ndarray | float:
         return 1.0 / np.asarray(self.sigma, dtype=float) ** 2
+
+    def coarsen(self, table: np.ndarray) -> np.ndarray:
+        """The clique's marginal ``table`` summed into the measured (coarse) cells."""
+        if self.groups is None:
+            return table
+        for i, g in enumerate(self.groups):
+            if g is not None:
+                onehot = np.zeros((len(g), int(np.max(g)) + 1))
+                onehot[np.arange(len(g)), g] = 1.0
+                table = np.moveaxis(np.tensordot(table, onehot, axes=([i], [0])), -1, i)
+        return table
+
+    def spread(self, coarse: np.ndarray) -> np.ndarray:
+        """The transpose of :meth:`coarsen`: each coarse cell's value given to every cell it merges (gradients)."""
+        if self.groups is None:
+            return coarse
+        for i, g in enumerate(self.groups):
+            if g is not None:
+                coarse = np.take(coarse, np.asarray(g), axis=i)
+        return coarse
 
 
 # ---------------------------------------------------------------------------------------------- structure
@@ -293,9 +326,9 @@ class MarkovRandomField:
             if m.clique not in mus:
                 k = homes[m.clique]
                 mus[m.clique] = _sum_to(self.marginals[k], self.cliques[k], m.clique)
-            diff = mus[m.clique] - m.y
+            diff = m.coarsen(mus[m.clique]) - m.y
             value += 0.5 * float(np.sum(m.weight * diff ** 2))
-            grads[m.clique] = grads.get(m.clique, 0.0) + m.weight * diff
+            grads[m.clique] = grads.get(m.clique, 0.0) + m.spread(m.weight * diff)
         return value, grads, mus
 
     def estimate(self, measurements: Sequence[Measurement], iterations: int = 500, *, tol: float = 1e-7,
@@ -309,6 +342,9 @@ class MarkovRandomField:
             if k is None:
                 raise InputError(f"clique {m.clique} is not in the model; build it with that clique.")
             homes[m.clique] = k
+            if m.groups is not None and any(g is not None and len(g) != self.sizes[a]
+                                            for a, g in zip(m.clique, m.groups)):
+                raise InputError(f"the groups of the measurement of {m.clique} do not match its attributes' sizes.")
             self.theta.setdefault(m.clique, np.zeros([self.sizes[a] for a in m.clique]))
         self._assemble()
         self.calibrate()

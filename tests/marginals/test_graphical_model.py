@@ -228,3 +228,30 @@ def test_log_domain_sums_match_logsumexp_even_where_a_slice_underflows(spread):
         got = _sum_to(table, (0, 1, 2), keep, log=True)
         assert np.all(np.isfinite(got))
         np.testing.assert_allclose(got, logsumexp(table, axis=axes), rtol=1e-12, atol=1e-9)
+
+
+def test_a_coarse_measurement_is_a_linear_query_the_estimate_meets():
+    """Exact 1-way tables of two attributes (6 and 4 cells) and their 2-way table with the first attribute's cells
+    merged in pairs: the estimate meets all three (coarse cells of the model's joint = the measured ones), and
+    within a merged pair the second attribute's conditional is the same (nothing measured tells them apart: the
+    maximum-entropy answer mirror descent converges to)."""
+    rng = np.random.default_rng(3)
+    joint = rng.dirichlet(np.ones(24)).reshape(6, 4) * 10_000
+    groups = np.array([0, 0, 1, 1, 2, 2])
+    coarse = Measurement((0, 1), np.zeros((3, 4)), 1.0, groups=(groups, None)).coarsen(joint)
+    np.testing.assert_allclose(coarse, joint.reshape(3, 2, 4).sum(axis=1))
+    measurements = [Measurement((0,), joint.sum(axis=1), 1.0), Measurement((1,), joint.sum(axis=0), 1.0),
+                    Measurement((0, 1), coarse, 1.0, groups=(groups, None))]
+    model = MarkovRandomField([6, 4], [(0, 1)], joint.sum())
+    model.estimate(measurements, iterations=3000, tol=1e-14)
+    fit = model.project((0, 1))
+    np.testing.assert_allclose(measurements[2].coarsen(fit), coarse, rtol=1e-3)
+    np.testing.assert_allclose(fit.sum(axis=1), joint.sum(axis=1), rtol=1e-3)
+    conditional = fit / fit.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(conditional[0::2], conditional[1::2], atol=1e-3)
+    # the gradient of the coarse query is its transpose: <coarsen(t), c> == <t, spread(c)>
+    t, c = rng.normal(size=(6, 4)), rng.normal(size=(3, 4))
+    m = measurements[2]
+    assert float(np.sum(m.coarsen(t) * c)) == pytest.approx(float(np.sum(t * m.spread(c))))
+    with pytest.raises(InputError, match="coarse cell"):
+        Measurement((0, 1), np.zeros((2, 4)), 1.0, groups=(groups, None))
