@@ -39,7 +39,7 @@ import numpy as np
 
 from dpsynth.errors import InputError
 
-__all__ = ["Measurement", "junction_tree", "tree_size", "MarkovRandomField", "draw_rows"]
+__all__ = ["Measurement", "junction_tree", "tree_size", "MarkovRandomField", "draw_rows", "merge_cells"]
 
 Clique = tuple[int, ...]
 
@@ -79,13 +79,9 @@ class Measurement:
 
     def coarsen(self, table: np.ndarray) -> np.ndarray:
         """The clique's marginal ``table`` summed into the measured (coarse) cells."""
-        if self.groups is None:
-            return table
-        for i, g in enumerate(self.groups):
+        for i, g in enumerate(self.groups or ()):
             if g is not None:
-                onehot = np.zeros((len(g), int(np.max(g)) + 1))
-                onehot[np.arange(len(g)), g] = 1.0
-                table = np.moveaxis(np.tensordot(table, onehot, axes=([i], [0])), -1, i)
+                table = merge_cells(table, g, i)
         return table
 
     def spread(self, coarse: np.ndarray) -> np.ndarray:
@@ -96,6 +92,17 @@ class Measurement:
             if g is not None:
                 coarse = np.take(coarse, np.asarray(g), axis=i)
         return coarse
+
+
+def merge_cells(table: np.ndarray, groups: np.ndarray, axis: int) -> np.ndarray:
+    """``table`` with the cells of ``axis`` summed into groups (``groups[cell]`` = its group): one ``reduceat``
+    when the groups are runs of neighbours (0, 0, 1, 1, 2, ...), else a product with the one-hot matrix."""
+    groups = np.asarray(groups)
+    if np.all(np.diff(groups) >= 0) and groups[0] == 0 and np.all(np.diff(groups) <= 1):
+        return np.add.reduceat(table, np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]]), axis=axis)
+    onehot = np.zeros((len(groups), int(groups.max()) + 1))
+    onehot[np.arange(len(groups)), groups] = 1.0
+    return np.moveaxis(np.tensordot(table, onehot, axes=([axis], [0])), -1, axis)
 
 
 # ---------------------------------------------------------------------------------------------- structure

@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from dpsynth.errors import InputError
 from dpsynth.marginals.domain import DEFAULT_MAX_BINS
-from dpsynth.marginals.graphical_model import MarkovRandomField, tree_size
+from dpsynth.marginals.graphical_model import MarkovRandomField, Measurement, merge_cells, tree_size
 from dpsynth.marginals.mechanisms import exponential_rho, gaussian_rho, measure, select, zcdp_budget
 from dpsynth.models import register
 from dpsynth.models._select_measure import SelectMeasureGenerate
@@ -68,17 +69,24 @@ class AIM(SelectMeasureGenerate):
     name = "aim"
     phases = ("metadata", PHASE)
     fast_params = {"round_iterations": 20, "iterations": 50, "max_model_size": 1.0}
+    zero_allowed = ("coarse_bins",)  # 0: no coarse queries
 
     def __init__(self, *, target: str = "", max_model_size: float = 16.0, round_iterations: int = 100,
                  iterations: int = 1000, max_bins: int = DEFAULT_MAX_BINS, reuse_metadata: bool = True,
-                 backend: str = "numpy"):
+                 backend: str = "numpy", coarse_bins: int = 0):
         self.target = target
+        self.coarse_bins = coarse_bins
         self.max_model_size = max_model_size
         self.round_iterations = round_iterations
         self.iterations = iterations
         self.max_bins = max_bins
         self.reuse_metadata = reuse_metadata
         self.backend = backend
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.coarse_bins == 1:
+            raise InputError("hyper-parameter coarse_bins must be 0 (no coarse queries) or an integer >= 2. Found 1.")
 
     # ------------------------------------------------------------------ workload
     def _workload(self) -> dict[tuple[int, ...], float]:
@@ -114,7 +122,7 @@ class AIM(SelectMeasureGenerate):
         rounds = _ROUNDS_PER_ATTRIBUTE * d
         sigma = math.sqrt(rounds / (2 * _MEASURE_SHARE * rho)) if private else 1.0
         epsilon = math.sqrt(8 * (1 - _MEASURE_SHARE) * rho / rounds) if private else math.inf
-        candidates = self._candidates(self._workload())
+        candidates = self._queries(self._candidates(self._workload()))
         max_cells = self.max_model_size * 2 ** 20 / 8
         measurements = [measure(self._counts, (j,), sigma, ledger=ledger, phase=PHASE, names=names, rng=rng)
                         for j in range(d)]
@@ -146,27 +154,26 @@ class AIM(SelectMeasureGenerate):
             measured = {m.clique for m in measurements}
             picks, before = [], []
             for _ in range(picks_per_round):
-                small = [c for c in candidates if c not in picks and self._fits(model, measured | set(picks), c,
-                                                                                 limit)]
+                small = [q for q in candidates if q not in picks and
+                         self._fits(model, measured | {p.clique for p in picks}, q.clique, limit)]
                 if not small:
                     break
-                scores = np.array([self._quality(model, c, candidates[c], sigma) for c in small])
+                scores = np.array([self._quality(model, q, candidates[q], sigma) for q in small])
                 if not private and scores.max() <= 0:
                     break  # exact measurements: nothing left that the model gets wrong
-                sensitivity = max(candidates[c] for c in small)
+                sensitivity = max(candidates[q] for q in small)
                 pick = small[select(scores, epsilon, sensitivity, ledger=ledger, phase=PHASE,
                                     label="a marginal", rng=rng)]
                 picks.append(pick)
-                before.append(model.project(pick))
-                measurements.append(measure(self._counts, pick, sigma, ledger=ledger, phase=PHASE, names=names,
-                                            rng=rng))
+                before.append(pick.coarsen(model.project(pick.clique)))
+                measurements.append(self._measure(pick, sigma, rng))
             if not picks:
                 break
             selected += picks
             model = MarkovRandomField(sizes, [m.clique for m in measurements], self.metadata_.n_rows,
                                       theta=model.theta)
             model.estimate(measurements, iterations=self.round_iterations, tol=_ROUND_TOL)
-            change = sum(float(np.abs(model.project(p) - b).sum()) for p, b in zip(picks, before))
+            change = sum(float(np.abs(p.coarsen(model.project(p.clique)) - b).sum()) for p, b in zip(picks, before))
             if private and change <= _NOISE_SCALE * sigma * sum(b.size for b in before):
                 sigma, epsilon = sigma / 2, epsilon * 2
             if bar is not None:
@@ -175,10 +182,10 @@ class AIM(SelectMeasureGenerate):
         if bar is not None:
             bar.close()
         model.estimate(measurements, iterations=self.iterations, tol=_FINAL_TOL)
-        self.model_, self.selected_ = model, selected
+        self.model_, self.selected_ = model, [q.clique for q in selected]
         settings = {"mechanism": "aim", "rho": json_number(rho), "rounds": round_no, "workload": len(candidates),
-                    "target": self.target or None, "max_bins": self.max_bins,
-                    "selected": [[names[a] for a in c] for c in selected],
+                    "target": self.target or None, "max_bins": self.max_bins, "coarse_bins": self.coarse_bins,
+                    "selected": [q.labels(names) for q in selected],
                     "final_sigma": json_number(sigma), "model_cells": int(model.size()),
                     "epsilon_after": json_number(ledger.epsilon())}
         self.budget_ = budget_summary(ledger, n_dp=float(self.metadata_.n_rows), metadata_epsilon=spent_before,
@@ -189,16 +196,80 @@ class AIM(SelectMeasureGenerate):
         more the budget left pays for at the current noise level (inf in non-private mode)."""
         return 1
 
+    # ------------------------------------------------------------------ coarse queries
+    def _queries(self, candidates: dict[tuple[int, ...], float]) -> dict[Query, float]:
+        """The candidates as queries; with ``coarse_bins``, each candidate of two or more attributes that holds a
+        numeric column of more bins also as a coarse query (those bins merged into ``coarse_bins``), at the same
+        weight: the workload's marginal seen at a resolution whose noise is spread over fewer cells."""
+        queries = {Query(c): w for c, w in candidates.items()}
+        if self.coarse_bins >= 2:
+            for c, w in candidates.items():
+                groups = tuple(self._coarse_groups(a) for a in c)
+                if len(c) >= 2 and any(g is not None for g in groups):
+                    queries[Query(c, groups)] = w
+        return queries
+
+    def _coarse_groups(self, attribute: int) -> tuple[int, ...] | None:
+        """A numeric column's cells merged: its bins into ``coarse_bins`` runs of neighbours (equal counts of the
+        equal-DP-mass bins), its special-value and missing cells kept; None for other columns."""
+        cells = self.discretizer_.columns[attribute]
+        if cells.kind != "numeric" or cells.n_bins <= self.coarse_bins:
+            return None
+        bins = [b * self.coarse_bins // cells.n_bins for b in range(cells.n_bins)]
+        rest = range(self.coarse_bins, self.coarse_bins + cells.size - cells.n_bins)
+        return tuple(bins) + tuple(rest)
+
+    def _measure(self, query: Query, sigma: float, rng: np.random.Generator) -> Measurement:
+        """A Gaussian measurement of the query's (coarse) table: sensitivity 1, as for any count table."""
+        names = list(self.discretizer_.names)
+        for a, g in zip(query.clique, query.groups or ()):
+            if g is not None:
+                names[a] = f"{names[a]} ({self.coarse_bins} bins)"
+        m = measure(_CoarseCounts(self._counts, query), query.clique, sigma, ledger=self.ledger_, phase=PHASE,
+                    names=names, rng=rng)
+        return Measurement(m.clique, m.y, m.sigma, query.group_arrays())
+
     def _fits(self, model: MarkovRandomField, measured: set, clique: tuple[int, ...], limit: float) -> bool:
         """Whether adding ``clique`` keeps the model's junction tree within ``limit`` cells (the paper's filter)."""
         if model.home(clique) is not None:
             return model.size() <= limit
         return tree_size(model.sizes, list(measured) + [clique]) <= limit
 
-    def _quality(self, model: MarkovRandomField, clique: tuple[int, ...], weight: float, sigma: float) -> float:
-        exact = self._counts.counts(clique)
-        error = float(np.abs(exact - model.project(clique)).sum())
+    def _quality(self, model: MarkovRandomField, query: Query, weight: float, sigma: float) -> float:
+        exact = query.coarsen(self._counts.counts(query.clique))
+        error = float(np.abs(exact - query.coarsen(model.project(query.clique))).sum())
         return weight * (error - _NOISE_SCALE * sigma * exact.size)
+
+
+class Query(NamedTuple):
+    """A candidate marginal: an attribute set, and optionally its attributes' cells merged (``groups``, one entry
+    per attribute: a cell -> coarse cell map, or None to keep that attribute's cells)."""
+
+    clique: tuple[int, ...]
+    groups: tuple[tuple[int, ...] | None, ...] | None = None
+
+    def group_arrays(self) -> tuple[np.ndarray | None, ...] | None:
+        return None if self.groups is None else tuple(None if g is None else np.asarray(g) for g in self.groups)
+
+    def coarsen(self, table: np.ndarray) -> np.ndarray:
+        for i, g in enumerate(self.groups or ()):
+            if g is not None:
+                table = merge_cells(table, np.asarray(g), i)
+        return table
+
+    def labels(self, names) -> list[str]:
+        return [names[a] if self.groups is None or self.groups[i] is None else f"{names[a]} (coarse)"
+                for i, a in enumerate(self.clique)]
+
+
+class _CoarseCounts:
+    """The exact count tables a query measures (its coarse table), for :func:`measure` (which adds the noise)."""
+
+    def __init__(self, counts, query: Query):
+        self._counts, self._query = counts, query
+
+    def counts(self, clique: tuple[int, ...]) -> np.ndarray:
+        return self._query.coarsen(self._counts.counts(clique))
 
 
 def _progress(enabled: bool):

@@ -108,7 +108,7 @@ class Synthesizer(ABC):
             raise
         return self
 
-    #: float hyper-parameters for which 0 is meaningful (all others must be > 0)
+    #: number (float or integer) hyper-parameters for which 0 is meaningful (all others must be > 0 / >= 1)
     zero_allowed: ClassVar[tuple[str, ...]] = ()
 
     def check_params(self) -> None:
@@ -416,8 +416,8 @@ def _check_param(name: str, value: Any, default: Any, *, zero_ok: bool) -> None:
         if not isinstance(value, (bool, np.bool_)):
             raise bad("true or false")
     elif isinstance(default, int):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise bad("an integer >= 1")
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < int(not zero_ok):
+            raise bad("an integer >= 0" if zero_ok else "an integer >= 1")
     elif isinstance(default, float):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
             raise bad("a number")

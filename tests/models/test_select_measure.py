@@ -178,6 +178,39 @@ def test_batch_aim_workload_weights_the_target(adult, adult_schema, triples):
         assert sum(w == 1.0 for w in pairs.values()) == math.comb(d - 1, 2)
 
 
+def test_coarse_queries_merge_numeric_bins_and_are_measured_at_sensitivity_one(adult, adult_schema):
+    """``coarse_bins``: every candidate holding a numeric column of more bins is also a coarse query (bins merged
+    into runs of neighbours, special-value and missing cells kept); a picked coarse query is measured as its coarse
+    table (a Gaussian of sensitivity 1 on fewer cells), and the ledger stays within the target."""
+    train = adult[0].sample(4000, random_state=3).reset_index(drop=True)
+    model = AIM(coarse_bins=4, round_iterations=20, iterations=50, max_model_size=2.0)
+    model.fit(train, epsilon=2.0, delta=1e-5, schema=adult_schema, seed=1)
+    names, sizes = model.discretizer_.names, model.discretizer_.sizes
+    numeric = {j for j, c in enumerate(model.discretizer_.columns) if c.kind == "numeric" and c.n_bins > 4}
+    assert numeric
+    queries = model._queries(model._candidates(model._workload()))
+    coarse = [q for q in queries if q.groups is not None]
+    assert {q.clique for q in coarse} == {c for c in model._candidates(model._workload())
+                                          if len(c) >= 2 and set(c) & numeric}
+    j = min(numeric)
+    cells = model.discretizer_.columns[j]
+    groups = model._coarse_groups(j)
+    assert len(groups) == cells.size and sorted(set(groups[:cells.n_bins])) == [0, 1, 2, 3]
+    assert list(groups[cells.n_bins:]) == list(range(4, 4 + cells.size - cells.n_bins))
+    table = np.arange(cells.size * 2, dtype=float).reshape(cells.size, 2)
+    merged = next(q for q in coarse if q.clique[0] == j and q.groups[1] is None).coarsen(table)
+    assert merged.shape == (4 + cells.size - cells.n_bins, 2) and merged.sum() == table.sum()
+    measured = [e for e in model.ledger_.entries if e.mechanism.startswith("measure") and "(4 bins)" in e.mechanism]
+    assert measured, "no coarse query was picked at epsilon 2"
+    for e in measured:
+        assert e.params["sensitivity"] == 1.0
+        attrs = [a.strip() for a in e.mechanism.removeprefix("measure ").split(" x ")]
+        dims = [4 + sizes[names.index(a[:-9])] - model.discretizer_.columns[names.index(a[:-9])].n_bins
+                if a.endswith("(4 bins)") else sizes[names.index(a)] for a in attrs]
+        assert e.params["cells"] == math.prod(dims)
+    assert model.ledger_.epsilon() <= 2.0 + 1e-9
+
+
 # ---------------------------------------------------------------------------------------------- backends
 def test_duckdb_counts_the_same_tables(adult, adult_schema):
     pytest.importorskip("duckdb")
