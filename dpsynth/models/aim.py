@@ -21,6 +21,11 @@ Departures from the paper, for 2 CPU cores: the model-size cap defaults to 16 MB
 each round's refit stops early once an iteration lowers the loss by less than 1e-4 of it (the final refit: 1e-6);
 ``max_model_size=80`` restores the paper's cap.
 
+``coarse_bins`` (dpsynth's option, 0 = the paper's AIM): each candidate holding a numeric column of more bins is also
+offered as a coarse query, those bins merged into ``coarse_bins`` runs of neighbours (:class:`Query`); it is scored and
+measured like any marginal (its table has fewer cells, so less noise in total and a smaller noise allowance in the
+score; sensitivity 1) and enters the graphical model as a linear query of the clique's marginal.
+
 Workload: every pair of attributes (default), or, with ``target`` (a column name; ``target="auto"`` takes the
 schema's declared target), every triple that contains the target - the workload the paper uses when one column is
 to be predicted.
@@ -64,7 +69,8 @@ class AIM(SelectMeasureGenerate):
     ``target``: None (all 2-way marginals), a column name or "auto" (all 3-way marginals containing it);
     ``max_model_size``: megabytes of the graphical model (float64 cells) at the end; ``round_iterations`` /
     ``iterations``: mirror-descent steps per round / at the end; ``max_bins``: bins per numeric column;
-    ``backend``: "numpy", "duckdb" or "spark"."""
+    ``backend``: "numpy", "duckdb" or "spark"; ``coarse_bins``: 0, or the bins of coarse queries (module
+    docstring)."""
 
     name = "aim"
     phases = ("metadata", PHASE)
