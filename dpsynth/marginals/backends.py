@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.errors import InputError
-from dpsynth.marginals.tables import DuckDBTable, SparkTable, category_test
+from dpsynth.marginals.tables import DuckDBTable, SparkTable, category_test, local_spark_session
 
 __all__ = ["NumPyBackend", "DuckDBBackend", "SparkBackend", "BACKENDS", "cell_sql"]
 
@@ -123,7 +123,7 @@ class SparkBackend:
             except ImportError as exc:  # pragma: no cover - depends on the install
                 raise InputError("The Spark backend needs pyspark (and Java 17+): pip install 'dpsynth[spark]'."
                                  ) from exc
-            spark = spark or SparkSession.getActiveSession() or _local_session(SparkSession)
+            spark = spark or SparkSession.getActiveSession() or local_spark_session(SparkSession)
             frame = _spark_frame(spark, source, discretizer)
         else:
             frame = SparkTable(source, spark=spark).frame
@@ -152,13 +152,6 @@ class SparkBackend:
     def close(self) -> None:
         """Release the cached cell codes on the cluster."""
         self.cells.unpersist()
-
-
-def _local_session(session_cls):
-    spark = (session_cls.builder.master("local[*]").appName("dpsynth")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
 
 
 def _spark_frame(spark, frame: pd.DataFrame, discretizer):

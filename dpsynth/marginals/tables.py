@@ -34,7 +34,7 @@ from dpsynth.data.schema import Column, Schema
 from dpsynth.errors import InputError, SchemaError
 
 __all__ = ["SQLTable", "DuckDBTable", "SparkTable", "open_table", "is_table_source", "metadata_cell_sql",
-           "count_metadata_cells", "category_test", "NA_TOKENS"]
+           "count_metadata_cells", "category_test", "NA_TOKENS", "local_spark_session"]
 
 #: pandas.read_csv's default missing-value tokens (besides the empty field)
 NA_TOKENS = ("#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
@@ -152,10 +152,8 @@ class SparkTable(SQLTable):
             from pyspark.sql import SparkSession
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise InputError("The Spark backend needs pyspark (and Java 17+): pip install 'dpsynth[spark]'.") from exc
-        from dpsynth.marginals.backends import _local_session
-
         if spark is None:
-            spark = SparkSession.getActiveSession() or _local_session(SparkSession)
+            spark = SparkSession.getActiveSession() or local_spark_session(SparkSession)
         text_csv = False
         if isinstance(source, SparkFrame):
             frame = source
@@ -181,6 +179,14 @@ class SparkTable(SQLTable):
     def code_counts(self, expr: str) -> dict[int, int]:
         rows = self.frame.selectExpr(f"{expr} AS cell").groupBy("cell").count().collect()
         return {int(r["cell"]): int(r["count"]) for r in rows}
+
+
+def local_spark_session(session_cls):
+    """A local Spark session for the backends (every core, no UI, few shuffle partitions), quiet."""
+    spark = (session_cls.builder.master("local[*]").appName("dpsynth")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def _file_kind(path: str, *, check: bool = True) -> str:

@@ -32,7 +32,7 @@ def _is_acceptable(value, default, zero_ok):
     if isinstance(default, bool):
         return isinstance(value, bool)
     if isinstance(default, int):
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+        return isinstance(value, int) and not isinstance(value, bool) and (value >= 1 or (zero_ok and value == 0))
     if isinstance(default, float):
         return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
                 and (value > 0 or (zero_ok and value == 0)))
