@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.errors import InputError
-from dpsynth.marginals.tables import DuckDBTable, SparkTable, category_test, local_spark_session
+from dpsynth.marginals.tables import DuckDBTable, SparkTable, category_test, engine_errors, local_spark_session
 
 __all__ = ["NumPyBackend", "DuckDBBackend", "SparkBackend", "BACKENDS", "cell_sql"]
 
@@ -61,14 +61,15 @@ class DuckDBBackend:
         self.con = self.table.con
         kind = "SMALLINT" if max(self.sizes, default=0) < 2**15 else "INTEGER"  # small codes: less memory per row
         exprs = [f"CAST({cell_sql(c)} AS {kind}) AS c{j}" for j, c in enumerate(discretizer.columns)]
-        self.con.execute(f"CREATE TEMP TABLE cells AS SELECT {', '.join(exprs)} FROM {self.table.relation}")
+        with engine_errors("DuckDB", self.table.what):
+            self.con.execute(f"CREATE TEMP TABLE cells AS SELECT {', '.join(exprs)} FROM {self.table.relation}")
         self._cache: dict[tuple[int, ...], np.ndarray] = {}
 
     def counts(self, clique: tuple[int, ...]) -> np.ndarray:
         if clique not in self._cache:
             dims = [self.sizes[a] for a in clique]
             if not clique:
-                table = np.array(float(self.con.execute("SELECT count(*) FROM cells").fetchone()[0]))
+                table = np.array(float(self.con.execute("SELECT count(*) FROM cells").fetchone()[0]))  # no rows read
             else:
                 cols = ", ".join(f"c{a}" for a in clique)
                 rows = self.con.execute(f"SELECT {cols}, count(*) FROM cells GROUP BY {cols}").fetchnumpy()
@@ -115,6 +116,7 @@ class SparkBackend:
 
     def __init__(self, source, discretizer, *, spark=None):
         self.sizes = discretizer.sizes
+        self.what = source.what if isinstance(source, SparkTable) else "the table"
         if isinstance(source, SparkTable):
             frame = source.frame
         elif isinstance(source, pd.DataFrame):
@@ -126,7 +128,8 @@ class SparkBackend:
             spark = spark or SparkSession.getActiveSession() or local_spark_session(SparkSession)
             frame = _spark_frame(spark, source, discretizer)
         else:
-            frame = SparkTable(source, spark=spark).frame
+            table = SparkTable(source, spark=spark)
+            frame, self.what = table.frame, table.what
         exprs = [f"{cell_sql(c, text_type='STRING', double_cast='TRY_CAST')} AS c{j}"
                  for j, c in enumerate(discretizer.columns)]
         self.cells = frame.selectExpr(*exprs).cache()
@@ -136,10 +139,12 @@ class SparkBackend:
         if clique not in self._cache:
             dims = [self.sizes[a] for a in clique]
             if not clique:
-                table = np.array(float(self.cells.count()))
+                with engine_errors("Spark", self.what):
+                    table = np.array(float(self.cells.count()))
             else:
                 cols = [f"c{a}" for a in clique]
-                rows = self.cells.groupBy(*cols).count().collect()
+                with engine_errors("Spark", self.what):
+                    rows = self.cells.groupBy(*cols).count().collect()
                 table = np.zeros(math.prod(dims))
                 if rows:
                     keys = np.array([[r[c] for c in cols] for r in rows], dtype=np.int64)

@@ -24,17 +24,19 @@ go to :func:`dpsynth.data.discovery.public_schema_release`, the pandas path's ow
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from dpsynth.data.schema import Column, Schema
-from dpsynth.errors import InputError, SchemaError
+from dpsynth.errors import DPSynthError, InputError, SchemaError
 
 __all__ = ["SQLTable", "DuckDBTable", "SparkTable", "open_table", "is_table_source", "metadata_cell_sql",
-           "count_metadata_cells", "category_test", "NA_TOKENS", "local_spark_session"]
+           "count_metadata_cells", "category_test", "NA_TOKENS", "local_spark_session", "engine_errors"]
 
 #: pandas.read_csv's default missing-value tokens (besides the empty field)
 NA_TOKENS = ("#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
@@ -44,6 +46,29 @@ _NON_NUMERIC, _INFINITE, _UNKNOWN = -2, -3, -4  # error cells of the metadata qu
 _ALLOWED = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
             "FLOAT", "DOUBLE", "DECIMAL", "VARCHAR", "BOOLEAN", "INT", "STRING")
 _FLOATING = ("FLOAT", "DOUBLE", "REAL")
+
+
+_QUOTED = re.compile(r"'[^']*'?|\"[^\"]*\"?")
+
+
+@contextlib.contextmanager
+def engine_errors(engine: str, what: str = "the table"):
+    """Turn an engine's failure while it reads private rows into one :class:`InputError` line that holds no row.
+
+    DuckDB and Spark quote the offending row or value in their messages ("Original Line: ...", "Could not convert
+    string '...'"), which is private (DESIGN.md §1 rule 8). Kept: the exception's type and the first line of its
+    message with every quoted run replaced by ``'…'`` (e.g. "CSV Error on Line: 3", as pandas' own parser errors
+    name the line); the engine's exception is not chained, so a traceback does not print it either."""
+    try:
+        yield
+    except DPSynthError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - engines raise many types; all are a failure to read the table
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        reason = _QUOTED.sub("'…'", first)[:300]
+        raise InputError(f"{engine} could not read {what}: {type(exc).__name__}: {reason}".rstrip(": ")
+                         + " (the engine's message is cut to its first line without quoted values: it may quote a "
+                         "private row).") from None
 
 
 def _quote_text(text: str) -> str:
@@ -100,6 +125,7 @@ class DuckDBTable(SQLTable):
         if memory_limit:
             self.con.execute(f"SET memory_limit = {_quote_text(memory_limit)}")
         text_csv = False
+        self.what = "the frame" if isinstance(source, pd.DataFrame) else os.fspath(source)
         if isinstance(source, pd.DataFrame):
             self.con.register("source_frame", source)
             raw = "source_frame"
@@ -118,21 +144,20 @@ class DuckDBTable(SQLTable):
                 raw = (f"read_csv({_quote_text(path)}, auto_detect = false, header = true, columns = {columns}, "
                        f"delim = {_quote_text(delim)}, quote = '\"', escape = '\"')")
                 text_csv = True
-        try:
+        with engine_errors("DuckDB", self.what):
             described = self.con.execute(f"DESCRIBE SELECT * FROM {raw}").fetchall()
-        except duckdb.Error as exc:
-            raise InputError(f"Cannot read {source if not isinstance(source, pd.DataFrame) else 'the frame'} "
-                             f"with DuckDB: {str(exc).splitlines()[0]}") from exc
         self.names = [row[0] for row in described]
         self.types = {row[0]: str(row[1]).split("(")[0].upper() for row in described}
         self.relation = f"(SELECT {', '.join(self._normalised(self.names, self.types, text_csv))} FROM {raw})"
 
     def row_count(self) -> int:
-        return int(self.con.execute(f"SELECT count(*) FROM {self.relation}").fetchone()[0])
+        with engine_errors("DuckDB", self.what):
+            return int(self.con.execute(f"SELECT count(*) FROM {self.relation}").fetchone()[0])
 
     def code_counts(self, expr: str) -> dict[int, int]:
-        rows = self.con.execute(f"SELECT cell, count(*) FROM (SELECT {expr} AS cell FROM {self.relation}) "
-                                "GROUP BY cell").fetchall()
+        with engine_errors("DuckDB", self.what):
+            rows = self.con.execute(f"SELECT cell, count(*) FROM (SELECT {expr} AS cell FROM {self.relation}) "
+                                    "GROUP BY cell").fetchall()
         return {int(code): int(n) for code, n in rows}
 
     def close(self) -> None:
@@ -155,17 +180,20 @@ class SparkTable(SQLTable):
         if spark is None:
             spark = SparkSession.getActiveSession() or local_spark_session(SparkSession)
         text_csv = False
+        self.what = "the Spark DataFrame" if isinstance(source, SparkFrame) else os.fspath(source)
         if isinstance(source, SparkFrame):
             frame = source
         else:
             path = os.fspath(source)
             if "://" not in path and not Path(path).exists():
                 raise InputError(f"No such file: {path}.")
-            if _file_kind(path, check=False) == "parquet":
-                frame = spark.read.parquet(path)
-            else:
-                frame = spark.read.csv(path, header=True, inferSchema=False)
-                text_csv = True
+            with engine_errors("Spark", path):
+                if _file_kind(path, check=False) == "parquet":
+                    frame = spark.read.parquet(path)
+                else:
+                    # FAILFAST: a malformed record is an error (the default PERMISSIVE mode fills or cuts its fields)
+                    frame = spark.read.csv(path, header=True, inferSchema=False, mode="FAILFAST")
+                    text_csv = True
         self.names = list(frame.columns)
         self.types = {f.name: f.dataType.simpleString().split("(")[0].upper() for f in frame.schema.fields}
         self.frame = frame.selectExpr(*self._normalised(self.names, self.types, text_csv))
@@ -174,10 +202,12 @@ class SparkTable(SQLTable):
         return "`" + name.replace("`", "``") + "`"
 
     def row_count(self) -> int:
-        return int(self.frame.count())
+        with engine_errors("Spark", self.what):
+            return int(self.frame.count())
 
     def code_counts(self, expr: str) -> dict[int, int]:
-        rows = self.frame.selectExpr(f"{expr} AS cell").groupBy("cell").count().collect()
+        with engine_errors("Spark", self.what):
+            rows = self.frame.selectExpr(f"{expr} AS cell").groupBy("cell").count().collect()
         return {int(r["cell"]): int(r["count"]) for r in rows}
 
 

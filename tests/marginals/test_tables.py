@@ -126,6 +126,43 @@ def test_what_cannot_be_fitted_from_a_file_says_so(tmp_path, adult_schema):
         MST(backend="duckdb").fit(str(ragged), epsilon=1.0, delta=1e-5, schema=schema)
 
 
+def _malformed_csv(tmp_path, schema, frame):
+    """The frame as CSV with one field with text after its closing quote (holding a 'private' word) deep in the file."""
+    path = tmp_path / "malformed.csv"
+    frame.to_csv(path, index=False)
+    lines = path.read_text().splitlines()
+    fields = lines[200].split(",")
+    fields[0] = '"secretvalue"x'  # Python's csv reads it (secretvaluex); DuckDB refuses it
+    lines[200] = ",".join(fields)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_an_engine_failure_mid_file_is_one_line_without_the_row(tmp_path):
+    """DuckDB's CSV errors quote the offending line ("Original Line: ..."): the message keeps the engine's first
+    line only, without quoted values, and the engine's exception is not chained (DESIGN.md §1 rule 8)."""
+    frame, schema = _tricky(500)
+    path = _malformed_csv(tmp_path, schema, frame)
+    with pytest.raises(InputError, match="DuckDB could not read .*malformed.csv") as caught:
+        MST(backend="duckdb").fit(str(path), epsilon=1.0, delta=1e-5, schema=schema, seed=0)
+    message = str(caught.value)
+    assert "\n" not in message and "secretvalue" not in message
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_engine_errors_cut_quoted_values():
+    from dpsynth.marginals.tables import engine_errors
+
+    with pytest.raises(InputError) as caught:
+        with engine_errors("DuckDB", "t.csv"):
+            raise ValueError("Conversion Error: Could not convert string 'alice smith' to INT32\nLINE 1: \"bob\"")
+    assert "alice" not in str(caught.value) and "bob" not in str(caught.value)
+    assert "Could not convert string '…' to INT32" in str(caught.value)
+    with pytest.raises(SchemaError):  # dpsynth's own errors pass unchanged
+        with engine_errors("DuckDB"):
+            raise SchemaError("kept")
+
+
 def test_cli_fits_a_file_without_loading_it(tmp_path, monkeypatch):
     """`dpsynth fit FILE --backend duckdb --schema S` hands the path to the engine: pandas never reads the rows."""
     import dpsynth.datasets
@@ -155,6 +192,10 @@ def test_spark_fits_a_path_and_a_spark_frame_as_pandas_does(spark, tmp_path):
     csv = tmp_path / "t.csv"
     frame.to_csv(csv, index=False)
     reference = MST(iterations=40).fit(frame, epsilon=1.0, delta=1e-5, schema=schema, seed=6)
+    malformed = _malformed_csv(tmp_path, schema, frame)
+    with pytest.raises(InputError) as caught:  # Spark reads the field (the value is then unknown), DuckDB refuses it
+        MST(iterations=40, backend="spark").fit(str(malformed), epsilon=1.0, delta=1e-5, schema=schema, seed=6)
+    assert "\n" not in str(caught.value) and "secretvalue" not in str(caught.value)
     for source in (str(path), str(csv), spark.read.parquet(str(path))):
         fit = MST(iterations=40, backend="spark").fit(source, epsilon=1.0, delta=1e-5, schema=schema, seed=6)
         _assert_same_fit(reference, fit)
