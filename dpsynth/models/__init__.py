@@ -28,6 +28,7 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "mst": ("dpsynth.models.mst", ("metadata", "mst")),
     "aim": ("dpsynth.models.aim", ("metadata", "aim")),
     "batch-aim": ("dpsynth.models.batch_aim", ("metadata", "aim")),
+    "dtgan-d": ("dpsynth.models.dtgan", ("metadata", "classifier", "gan")),
 }
 _MODULES = tuple(module for module, _ in BUILTIN.values())
 _loaded = False

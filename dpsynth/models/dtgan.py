@@ -1,0 +1,269 @@
+"""DTGAN_D (seed 002, Kunar et al.): a conditional tabular WGAN-GP whose discriminator is trained with DP-SGD.
+
+Algorithm (seed 002 §3.1-3.2 on the shared core :mod:`dpsynth.models._conditional_gan`, with the privacy fixes of
+DESIGN.md §1):
+
+1. **Metadata** (``phase="metadata"``): public schema or DP discovery, DP row count and DP histograms. The CTAB-GAN+
+   / CTGAN encoding (mode-specific normalisation of numbers, one-hot categories; ``numeric``) is fitted on them.
+2. **Classifier** (``phase="classifier"``, when the schema's target is categorical and ``classifier_share > 0``): an
+   MLP of ``classifier_hidden`` layers predicting the target from the other columns, trained with DP-SGD on
+   ``classifier_share`` of the budget left after the metadata.
+3. **Discriminator** (``phase="gan"``): DP-SGD on the conditional WGAN-GP loss with seed 002's spherical
+   interpolates (``gp_weight`` = 10); the per-example unit is a real row with its fake partner and its penalty (the
+   core's docstring derives it); Poisson sampling at q = B / n_dp, sensitivity C = ``gan_max_grad_norm``. Every
+   ``critic_iters`` steps the generator takes one post-processing step: Wasserstein loss on generated rows, CTGAN's
+   condition loss, and the classifier's cross-entropy at weight ``classifier_weight``.
+
+Where seed 002 does not hold (and what is done instead):
+- Corollary 1 composes B Gaussian mechanisms per step, each "per data point", for ``(lambda, 2 B lambda /
+  sigma^2)``-RDP: the noise is added once to the clipped *sum* of the batch, and one row moves that sum by at most
+  C under add/remove; a step is one subsampled Gaussian mechanism of multiplier sigma (``PoissonSampledDpEvent``),
+  accounted with PLD by the ledger.
+- The fake term and the gradient penalty are "left undisturbed" in the seed; here they depend on the real row (its
+  condition, its interpolate), so they are clipped and noised with it.
+- Training-by-sampling (choosing real rows by a sampled condition) is replaced by reading the condition off the
+  Poisson-sampled row; the information loss is not used (it reads real-row feature statistics outside any
+  mechanism).
+
+Privacy guarantees: every access to private rows is a DP-SGD step in ``ledger_`` (phases ``"classifier"``,
+``"gan"``), calibrated with the ledger so the composed epsilon stays at most the target; sampling rates use the
+DP row count; the encoding reads DP metadata only. ``match_marginals`` (default on) reweights category logits to the
+DP counts and maps numbers onto the DP histograms (post-processing). The file holds the generator, the
+transformer state and the ledger (not the discriminator or the classifier). ``epsilon=inf``: no clipping, no noise.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from dpsynth.errors import InputError
+from dpsynth.models import register
+from dpsynth.models._conditional_gan import Conditions, target_span, train_classifier, train_conditional_wgan
+from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
+from dpsynth.models.marginal_map import CategoryWeights
+from dpsynth.models.networks.autoencoder import mlp
+from dpsynth.models.networks.ctgan import ConditionalGenerator
+from dpsynth.models.networks.gan import Critic
+from dpsynth.models.phase import DPPhase, budget_summary, choose_width
+
+__all__ = ["DTGANDiscriminator"]
+
+_SAMPLE_CHUNK = 131_072
+#: sizing rule of the DP phases (dpsynth.models.phase): batches up to 512 rows; at least 1000 discriminator steps
+LARGEST_BATCH = 512
+MIN_STEPS = {"classifier": 200, "gan": 1000}
+CALIBRATION_RTOL = 0.01
+#: the widest critic / classifier layers the width rule gives
+CRITIC_WIDTH, CLASSIFIER_WIDTH = 128, 64
+
+
+@register
+class DTGANDiscriminator(Synthesizer):
+    """DTGAN_D with honest accounting (see the module docstring). Keyword-only hyper-parameters, named as in every
+    dpsynth model (``<phase>_epochs``, ``<phase>_batch_size``, ``<phase>_max_grad_norm``, ``<phase>_share``).
+
+    Networks: ``noise_dim``, ``generator_hidden`` (CTGAN residual blocks), ``critic_hidden`` and ``classifier_hidden``
+    (``None``: sized by the encoded width, :func:`dpsynth.models.phase.choose_width`; the classifier has 4 layers).
+    Discriminator phase: ``gan_epochs`` passes of DP-SGD with expected batch ``gan_batch_size`` (``None``: up to 512
+    rows and at least 1000 steps), ``critic_iters`` discriminator steps per generator step, Adam (0.5, 0.9) at
+    ``critic_learning_rate`` / ``generator_learning_rate``, clipping norm ``gan_max_grad_norm``, penalty weight
+    ``gp_weight``, Gumbel-softmax temperature ``gumbel_tau``. Classifier phase: ``classifier_share`` of the budget
+    after the metadata (0 turns the classifier off; it is off anyway without a categorical target),
+    ``classifier_epochs``, ``classifier_batch_size``, ``classifier_learning_rate``, ``classifier_max_grad_norm``, and
+    the generator's ``classifier_weight``. ``numeric``: the transformer's numeric encoding (``"mode_specific"``,
+    CTAB-GAN+'s; ``max_modes`` components). ``calibration_accountant`` only picks how sigma is calibrated.
+    """
+
+    name = "dtgan-d"
+    phases = ("metadata", "classifier", "gan")
+    zero_allowed = ("gp_weight", "classifier_share", "classifier_weight")
+    default_metadata_share = 0.3
+    fast_params = {"gan_epochs": 1.0, "gan_batch_size": 32, "critic_iters": 3, "noise_dim": 16,
+                   "generator_hidden": (32,), "critic_hidden": (32,), "classifier_hidden": (16,),
+                   "classifier_epochs": 1.0, "classifier_batch_size": 32, "calibration_accountant": "rdp",
+                   "max_modes": 3}
+
+    def __init__(
+        self,
+        *,
+        numeric: str = "mode_specific",
+        max_modes: int = 10,
+        noise_dim: int = 128,
+        generator_hidden: tuple[int, ...] = (256, 256),
+        critic_hidden: tuple[int, ...] | None = None,
+        classifier_hidden: tuple[int, ...] | None = None,
+        gan_epochs: float = 24.0,
+        gan_batch_size: int | None = None,
+        critic_iters: int = 5,
+        critic_learning_rate: float = 0.002,
+        generator_learning_rate: float = 0.002,
+        gan_max_grad_norm: float = 1.0,
+        gp_weight: float = 10.0,
+        gumbel_tau: float = 0.2,
+        classifier_share: float = 0.15,
+        classifier_epochs: float = 8.0,
+        classifier_batch_size: int | None = None,
+        classifier_learning_rate: float = 0.005,
+        classifier_max_grad_norm: float = 1.0,
+        classifier_weight: float = 1.0,
+        calibration_accountant: str = "pld",
+        match_marginals: bool = True,
+    ):
+        self.numeric = numeric
+        self.max_modes = max_modes
+        self.noise_dim = noise_dim
+        self.generator_hidden = _as_tuple(generator_hidden)
+        self.critic_hidden = _as_tuple(critic_hidden)
+        self.classifier_hidden = _as_tuple(classifier_hidden)
+        self.gan_epochs = gan_epochs
+        self.gan_batch_size = gan_batch_size
+        self.critic_iters = critic_iters
+        self.critic_learning_rate = critic_learning_rate
+        self.generator_learning_rate = generator_learning_rate
+        self.gan_max_grad_norm = gan_max_grad_norm
+        self.gp_weight = gp_weight
+        self.gumbel_tau = gumbel_tau
+        self.classifier_share = classifier_share
+        self.classifier_epochs = classifier_epochs
+        self.classifier_batch_size = classifier_batch_size
+        self.classifier_learning_rate = classifier_learning_rate
+        self.classifier_max_grad_norm = classifier_max_grad_norm
+        self.classifier_weight = classifier_weight
+        self.calibration_accountant = calibration_accountant
+        self.match_marginals = match_marginals
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self) -> None:
+        from dpsynth.data.transformers.numeric import NUMERIC_METHODS
+
+        if self.numeric not in NUMERIC_METHODS:
+            raise InputError(f"numeric must be one of {', '.join(NUMERIC_METHODS)}. Found {self.numeric!r}.")
+        if self.calibration_accountant not in ("pld", "rdp"):
+            raise InputError(f"calibration_accountant must be 'pld' or 'rdp'. Found {self.calibration_accountant!r}.")
+        if not 0.0 <= self.classifier_share < 1.0:
+            raise InputError(f"classifier_share must be in [0, 1). Found {self.classifier_share}.")
+
+    # ------------------------------------------------------------------ networks
+    def _widths(self, data_dim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        wide = choose_width(data_dim, tuned=CRITIC_WIDTH)
+        narrow = choose_width(data_dim, tuned=CLASSIFIER_WIDTH)
+        return self.critic_hidden or (wide, wide), self.classifier_hidden or (narrow,) * 4
+
+    def _spans(self) -> list[tuple[int, int, str]]:
+        return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]
+
+    # ------------------------------------------------------------------ fit
+    def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
+        from dpsynth.data.transformers import TableTransformer
+
+        self._check_params()
+        t0 = time.perf_counter()
+        ledger = self.ledger_
+        transformer = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot",
+                                       max_modes=self.max_modes)
+        if ledger.non_private:
+            transformer.fit_exact(frame, non_private=True, rng=rng)
+        else:
+            transformer.fit(self.metadata_, rng=rng)
+        self.transformer_ = transformer
+        x = torch.as_tensor(np.ascontiguousarray(transformer.transform(frame, rng=rng)), dtype=torch.float32)
+        conditions = Conditions(transformer)
+        class_span = target_span(transformer, self.schema_.target)
+        use_classifier = class_span is not None and self.classifier_share > 0
+        seed = int(rng.integers(2**62))
+        gen = torch.Generator().manual_seed(seed)
+        data_dim = x.shape[1]
+        critic_hidden, classifier_hidden = self._widths(data_dim)
+        with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
+            torch.manual_seed(seed + 1)
+            self.generator_ = ConditionalGenerator(self.noise_dim, conditions.dim, self.generator_hidden, data_dim)
+            critic = Critic(data_dim + conditions.dim, critic_hidden)
+            classifier = mlp(data_dim, classifier_hidden, class_span.width) if use_classifier else None
+        n_dp = float(self.metadata_.n_rows)
+        spent, target = ledger.epsilon(), ledger.target_epsilon
+        common = {"ledger": ledger, "n_dp": n_dp, "largest_batch": LARGEST_BATCH,
+                  "accountant": self.calibration_accountant, "rtol": CALIBRATION_RTOL}
+        phases: list[DPPhase] = []
+        if use_classifier:
+            clf_phase = DPPhase("classifier", epochs=self.classifier_epochs, batch_size=self.classifier_batch_size,
+                                min_steps=MIN_STEPS["classifier"], max_grad_norm=self.classifier_max_grad_norm,
+                                target_epsilon=target if ledger.non_private
+                                else spent + self.classifier_share * (target - spent), **common)
+            train_classifier(classifier, x, class_span, phase=clf_phase,
+                             learning_rate=self.classifier_learning_rate, generator=gen, progress=progress,
+                             label=self.name)
+            phases.append(clf_phase)
+        gan_phase = DPPhase("gan", epochs=self.gan_epochs, batch_size=self.gan_batch_size, min_steps=MIN_STEPS["gan"],
+                            max_grad_norm=self.gan_max_grad_norm, target_epsilon=target, **common)
+        train_conditional_wgan(self.generator_, critic, x, conditions=conditions, spans=self._spans(),
+                               phase=gan_phase, params=self.get_params(), generator=gen, progress=progress,
+                               label=self.name, classifier=classifier, class_span=class_span)
+        phases.append(gan_phase)
+        self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=phases,
+                                      shares={"classifier": self.classifier_share, "gan": 1.0})
+        self.fit_seconds_ = time.perf_counter() - t0  # depends on the exact row count: in memory only, never saved
+        self.category_weights_ = None
+        if self.match_marginals:
+            # post-processing: generated rows of the DP model + DP slot counts (see marginal_map.py)
+            reference = self._generate(MARGINAL_REFERENCE_ROWS, gen)
+            self.category_weights_ = CategoryWeights.fit(reference, transformer, mode="logits",
+                                                         sigma=float(self.metadata_.sigma or 0.0))
+
+    # ------------------------------------------------------------------ sample
+    @torch.no_grad()
+    def _generate(self, n: int, gen: torch.Generator) -> np.ndarray:
+        """Generated rows with numeric activations applied; softmax spans stay logits. Conditions are drawn from
+        the DP category counts (CTGAN samples with the plain frequencies too)."""
+        self.generator_.eval()
+        cond, _ = Conditions(self.transformer_).public(n, gen)
+        raw = self.generator_(torch.randn(n, self.noise_dim, generator=gen), cond)
+        for start, end, act in self._spans():
+            if act == "tanh":
+                raw[:, start:end] = torch.tanh(raw[:, start:end])
+        return raw.numpy()
+
+    def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
+        gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+        parts = []
+        for start in range(0, n, _SAMPLE_CHUNK):
+            rows = self._generate(min(_SAMPLE_CHUNK, n - start), gen)
+            if self.category_weights_ is not None:
+                rows = self.category_weights_.apply(rows)
+            parts.append(self.transformer_.inverse_transform(rows, rng=rng, softmax="argmax"))
+        if not parts:
+            return self.transformer_.inverse_transform(np.zeros((0, self.transformer_.output_dim), np.float32))
+        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+    # ------------------------------------------------------------------ persistence
+    def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        tensors = {f"generator.{k}": v for k, v in self.generator_.state_dict().items()}
+        state = {
+            "transformer": self.transformer_.to_dict(),
+            "data_dim": int(self.generator_.out.out_features),
+            "budget": self.budget_,
+            "category_weights": None if self.category_weights_ is None else self.category_weights_.to_dict(),
+        }
+        return tensors, state
+
+    def _set_state(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
+        from dpsynth.data.transformers import TableTransformer
+
+        self.transformer_ = TableTransformer.from_dict(state["transformer"])
+        cond_dim = Conditions(self.transformer_).dim
+        self.generator_ = ConditionalGenerator(self.noise_dim, cond_dim, self.generator_hidden,
+                                               int(state["data_dim"]))
+        sub = {k[len("generator."):]: v for k, v in tensors.items() if k.startswith("generator.")}
+        self.generator_.load_state_dict(sub, strict=True)
+        self.budget_ = state["budget"]
+        weights = state.get("category_weights")
+        self.category_weights_ = None if weights is None else CategoryWeights.from_dict(weights)
+
+
+def _as_tuple(value: Any) -> Any:
+    """Layer sizes as a tuple (a list from JSON or the CLI is accepted); anything else is left for check_params."""
+    return tuple(value) if isinstance(value, (list, tuple)) else value
