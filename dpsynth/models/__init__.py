@@ -29,6 +29,7 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "aim": ("dpsynth.models.aim", ("metadata", "aim")),
     "batch-aim": ("dpsynth.models.batch_aim", ("metadata", "aim")),
     "dtgan-d": ("dpsynth.models.dtgan", ("metadata", "classifier", "gan")),
+    "dtgan-g": ("dpsynth.models.dtgan", ("metadata", "classifier", "generator")),
 }
 _MODULES = tuple(module for module, _ in BUILTIN.values())
 _loaded = False

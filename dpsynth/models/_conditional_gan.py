@@ -45,7 +45,8 @@ from dpsynth.models.networks.autoencoder import activate
 from dpsynth.models.phase import DPPhase
 from dpsynth.privacy.per_example import input_gradient
 
-__all__ = ["Conditions", "slerp", "train_classifier", "train_conditional_wgan", "target_span"]
+__all__ = ["Conditions", "slerp", "train_classifier", "train_conditional_wgan", "target_span", "discriminator_units",
+           "unit_loss"]
 
 
 class Conditions:
@@ -113,6 +114,37 @@ def target_span(transformer: TableTransformer, target: str | None):
     return None
 
 
+def discriminator_units(real: torch.Tensor, gen_net: nn.Module, conditions: Conditions, spans, *, noise_dim: int,
+                        gumbel_tau: float, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """The per-example units of a charged batch of encoded real rows: ``(real, fake, cond, mixed)``, row i's
+    condition read off row i, its fake partner generated with that condition, and their spherical interpolate.
+    Row i's unit depends on no other row (the generator runs with BatchNorm in eval mode; tested)."""
+    cond = conditions.from_rows(real, generator)
+    was_training = gen_net.training
+    gen_net.eval()
+    with torch.no_grad():
+        if len(real):
+            raw = gen_net(torch.randn(len(real), noise_dim, generator=generator), cond)
+            fake = activate(raw, spans, gumbel_tau=gumbel_tau, generator=generator)
+        else:
+            fake = torch.zeros_like(real)
+    gen_net.train(was_training)
+    mixed = slerp(real, fake, torch.rand(len(real), 1, generator=generator))
+    return real, fake, cond, mixed
+
+
+def unit_loss(gp_weight: float):
+    """Row i's WGAN-GP loss ``D(fake_i|c_i) - D(real_i|c_i) + gp_weight * (||grad D(m_i|c_i)|| - 1)^2``, as a
+    per-example loss for the DP-SGD engine (clipped as one unit)."""
+
+    def loss(model_fn, real, fake, cond, mixed):
+        slope = input_gradient(lambda m: model_fn(torch.cat([m, cond])), mixed)
+        penalty = (torch.sqrt((slope**2).sum() + 1e-12) - 1.0) ** 2
+        return model_fn(torch.cat([fake, cond])) - model_fn(torch.cat([real, cond])) + gp_weight * penalty
+
+    return loss
+
+
 def _masked(rows: torch.Tensor, span) -> torch.Tensor:
     """Rows with the target's block zeroed (the classifier's input: every column but the target)."""
     mask = torch.ones(rows.shape[-1])
@@ -147,18 +179,8 @@ def train_conditional_wgan(gen_net: nn.Module, critic: nn.Module, x: torch.Tenso
         return activate(raw, spans, gumbel_tau=tau, generator=generator), raw
 
     def make_batch(idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        real = x[idx]
-        cond = conditions.from_rows(real, generator)
-        gen_net.eval()  # BatchNorm in eval: a row's fake partner does not depend on the other rows of the batch
-        with torch.no_grad():
-            fake = fake_rows(cond)[0] if len(idx) else torch.zeros_like(real)
-        mixed = slerp(real, fake, torch.rand(len(idx), 1, generator=generator))
-        return real, fake, cond, mixed
-
-    def unit_loss(model_fn, real, fake, cond, mixed):
-        slope = input_gradient(lambda m: model_fn(torch.cat([m, cond])), mixed)
-        penalty = (torch.sqrt((slope**2).sum() + 1e-12) - 1.0) ** 2
-        return model_fn(torch.cat([fake, cond])) - model_fn(torch.cat([real, cond])) + gp_weight * penalty
+        return discriminator_units(x[idx], gen_net, conditions, spans, noise_dim=noise_dim, gumbel_tau=tau,
+                                   generator=generator)
 
     critic_opt = torch.optim.Adam(critic.parameters(), lr=params["critic_learning_rate"], betas=(0.5, 0.9))
     gen_opt = torch.optim.Adam(gen_net.parameters(), lr=params["generator_learning_rate"], betas=(0.5, 0.9))
@@ -185,6 +207,77 @@ def train_conditional_wgan(gen_net: nn.Module, critic: nn.Module, x: torch.Tenso
         if step % int(params["critic_iters"]) == 0:
             generator_step()
 
-    phase.run(critic, critic_opt, unit_loss, make_batch, n_rows=len(x), generator=generator, progress=progress,
-              label=label, after_step=after_step)
+    phase.run(critic, critic_opt, unit_loss(gp_weight), make_batch, n_rows=len(x), generator=generator,
+              progress=progress, label=label, after_step=after_step)
     gen_net.eval()
+
+
+def batched_wgan_gp_loss(critic: nn.Module, units: tuple[torch.Tensor, ...], gp_weight: float) -> torch.Tensor:
+    """The mean of :func:`unit_loss` over a batch of units, computed batched (for discriminators trained without
+    DP: DTGAN_G's shard discriminators)."""
+    real, fake, cond, mixed = units
+    mixed = mixed.detach().requires_grad_(True)
+    score = critic(torch.cat([mixed, cond], dim=1))
+    slope = torch.autograd.grad(score.sum(), mixed, create_graph=True)[0]
+    penalty = (torch.sqrt((slope**2).sum(dim=1) + 1e-12) - 1.0) ** 2
+    return (critic(torch.cat([fake, cond], dim=1)) - critic(torch.cat([real, cond], dim=1))
+            + gp_weight * penalty).mean()
+
+
+def train_sanitized_generator(gen_net: nn.Module, critics: list[nn.Module], x: torch.Tensor, shard: torch.Tensor, *,
+                              conditions: Conditions, spans, sanitizer, params: dict, generator: torch.Generator,
+                              progress: bool, label: str, classifier: nn.Module | None = None,
+                              class_span=None) -> dict:
+    """DTGAN_G / GS-WGAN: ``critics[k]`` is trained WITHOUT DP on the rows of shard k only; each generator step draws
+    one k (the sanitizer's charged step), trains that discriminator ``critic_iters`` times on its shard, and updates
+    the generator through the sanitizer's hook on the generated rows (each row's gradient from the discriminator
+    clipped to C, Gaussian noise added; see :mod:`dpsynth.privacy.sanitizer` for the sensitivity and the event).
+
+    Only the discriminator's gradient passes the hook: the condition loss (public conditions) and the classifier's
+    loss (a DP-SGD-trained classifier) reach the generator on their own paths, as post-processing."""
+    from tqdm.auto import tqdm
+
+    batch, noise_dim, tau = sanitizer.batch_size, int(params["noise_dim"]), float(params["gumbel_tau"])
+    gp_weight, class_weight = float(params["gp_weight"]), float(params.get("classifier_weight", 1.0))
+    rows_of = [torch.nonzero(shard == k).squeeze(1) for k in range(len(critics))]
+    critic_opts = [torch.optim.Adam(c.parameters(), lr=params["critic_learning_rate"], betas=(0.5, 0.9))
+                   for c in critics]
+    gen_opt = torch.optim.Adam(gen_net.parameters(), lr=params["generator_learning_rate"], betas=(0.5, 0.9))
+    gen_params = list(gen_net.parameters())
+    steps = 0
+    with tqdm(total=sanitizer.max_steps, desc=f"{label} generator", disable=not progress, leave=False) as bar:
+        for k in sanitizer.steps():
+            critic, opt, rows = critics[k], critic_opts[k], rows_of[k]
+            critic.requires_grad_(True)
+            for _ in range(int(params["critic_iters"])):
+                if not len(rows):
+                    break  # an empty shard: its discriminator stays at its initialisation
+                pick = rows[torch.randint(len(rows), (batch,), generator=generator)]  # within the shard: no DP
+                units = discriminator_units(x[pick], gen_net, conditions, spans, noise_dim=noise_dim,
+                                            gumbel_tau=tau, generator=generator)
+                loss = batched_wgan_gp_loss(critic, units, gp_weight)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            critic.requires_grad_(False)
+            gen_net.train()
+            cond, cond_batch = conditions.public(batch, generator)
+            raw = gen_net(torch.randn(batch, noise_dim, generator=generator), cond)
+            fake = activate(raw, spans, gumbel_tau=tau, generator=generator)
+            seen = fake * 1.0  # the discriminator's path only: its gradient is sanitized row by row
+            sanitizer.attach(seen)
+            # summed, not averaged: each row's gradient is the discriminator's slope (~1 under the penalty), what C
+            # clips; Adam is invariant to the overall scale
+            loss = -critic(torch.cat([seen, cond], dim=1)).sum() + batch * conditions.loss(raw, cond_batch)
+            if classifier is not None and class_weight > 0:
+                labels = fake[:, class_span.start:class_span.end].argmax(dim=1).detach()
+                loss = loss + batch * class_weight * F.cross_entropy(classifier(_masked(fake, class_span)), labels)
+            grads = torch.autograd.grad(loss, gen_params)
+            for p, g in zip(gen_params, grads):
+                p.grad = g
+            gen_opt.step()
+            gen_opt.zero_grad(set_to_none=True)
+            steps += 1
+            bar.update(1)
+    gen_net.eval()
+    return {"steps_taken": steps}

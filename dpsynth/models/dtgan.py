@@ -34,6 +34,7 @@ transformer state and the ledger (not the discriminator or the classifier). ``ep
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -43,15 +44,21 @@ import torch
 
 from dpsynth.errors import InputError
 from dpsynth.models import register
-from dpsynth.models._conditional_gan import Conditions, target_span, train_classifier, train_conditional_wgan
+from dpsynth.models._conditional_gan import (
+    Conditions,
+    target_span,
+    train_classifier,
+    train_conditional_wgan,
+    train_sanitized_generator,
+)
 from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
 from dpsynth.models.marginal_map import CategoryWeights
 from dpsynth.models.networks.autoencoder import mlp
 from dpsynth.models.networks.ctgan import ConditionalGenerator
 from dpsynth.models.networks.gan import Critic
-from dpsynth.models.phase import DPPhase, budget_summary, choose_width
+from dpsynth.models.phase import DPPhase, budget_summary, choose_width, json_number
 
-__all__ = ["DTGANDiscriminator"]
+__all__ = ["DTGANDiscriminator", "DTGANGenerator"]
 
 _SAMPLE_CHUNK = 131_072
 #: sizing rule of the DP phases (dpsynth.models.phase): batches up to 512 rows; at least 1000 discriminator steps
@@ -62,8 +69,95 @@ CALIBRATION_RTOL = 0.01
 CRITIC_WIDTH, CLASSIFIER_WIDTH = 128, 64
 
 
+class _ConditionalGAN(Synthesizer):
+    """What the conditional GAN models share: the encoding, sampling with DP-count conditions, the marginal
+    reweighting, and the model file (the generator and the transformer state; no discriminator, no classifier)."""
+
+    noise_dim: int
+    generator_hidden: tuple[int, ...]
+    numeric: str
+    max_modes: int
+    match_marginals: bool
+
+    def _spans(self) -> list[tuple[int, int, str]]:
+        return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]
+
+    def _encode(self, frame: pd.DataFrame, rng: np.random.Generator) -> torch.Tensor:
+        """Fit the CTAB-GAN+ / CTGAN encoding on the DP metadata (exact statistics only at epsilon = inf) and encode
+        the rows (a fixed function of each row)."""
+        from dpsynth.data.transformers import TableTransformer
+
+        transformer = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot",
+                                       max_modes=self.max_modes)
+        if self.ledger_.non_private:
+            transformer.fit_exact(frame, non_private=True, rng=rng)
+        else:
+            transformer.fit(self.metadata_, rng=rng)
+        self.transformer_ = transformer
+        return torch.as_tensor(np.ascontiguousarray(transformer.transform(frame, rng=rng)), dtype=torch.float32)
+
+    def _fit_category_weights(self, gen: torch.Generator) -> None:
+        self.category_weights_ = None
+        if self.match_marginals:
+            # post-processing: generated rows of the DP model + DP slot counts (see marginal_map.py)
+            reference = self._generate(MARGINAL_REFERENCE_ROWS, gen)
+            self.category_weights_ = CategoryWeights.fit(reference, self.transformer_, mode="logits",
+                                                         sigma=float(self.metadata_.sigma or 0.0))
+
+    # ------------------------------------------------------------------ sample
+    @torch.no_grad()
+    def _generate(self, n: int, gen: torch.Generator) -> np.ndarray:
+        """Generated rows with numeric activations applied; softmax spans stay logits. Conditions are drawn from
+        the DP category counts (CTGAN samples with the plain frequencies too)."""
+        self.generator_.eval()
+        cond, _ = Conditions(self.transformer_).public(n, gen)
+        raw = self.generator_(torch.randn(n, self.noise_dim, generator=gen), cond)
+        for start, end, act in self._spans():
+            if act == "tanh":
+                raw[:, start:end] = torch.tanh(raw[:, start:end])
+        return raw.numpy()
+
+    def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
+        gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+        parts = []
+        for start in range(0, n, _SAMPLE_CHUNK):
+            rows = self._generate(min(_SAMPLE_CHUNK, n - start), gen)
+            if self.category_weights_ is not None:
+                rows = self.category_weights_.apply(rows)
+            parts.append(self.transformer_.inverse_transform(rows, rng=rng, softmax="argmax"))
+        if not parts:
+            return self.transformer_.inverse_transform(np.zeros((0, self.transformer_.output_dim), np.float32))
+        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+    # ------------------------------------------------------------------ persistence
+    def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        tensors = {f"generator.{k}": v for k, v in self.generator_.state_dict().items()}
+        state = {
+            "transformer": self.transformer_.to_dict(),
+            "data_dim": int(self.generator_.out.out_features),
+            "budget": self.budget_,
+            "category_weights": None if self.category_weights_ is None else self.category_weights_.to_dict(),
+        }
+        return tensors, state
+
+    def _set_state(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
+        from dpsynth.data.transformers import TableTransformer
+
+        self.transformer_ = TableTransformer.from_dict(state["transformer"])
+        cond_dim = Conditions(self.transformer_).dim
+        self.generator_ = ConditionalGenerator(self.noise_dim, cond_dim, self.generator_hidden,
+                                               int(state["data_dim"]))
+        sub = {k[len("generator."):]: v for k, v in tensors.items() if k.startswith("generator.")}
+        self.generator_.load_state_dict(sub, strict=True)
+        self.budget_ = state["budget"]
+        weights = state.get("category_weights")
+        self.category_weights_ = None if weights is None else CategoryWeights.from_dict(weights)
+
+
+
+
 @register
-class DTGANDiscriminator(Synthesizer):
+class DTGANDiscriminator(_ConditionalGAN):
     """DTGAN_D with honest accounting (see the module docstring). Keyword-only hyper-parameters, named as in every
     dpsynth model (``<phase>_epochs``, ``<phase>_batch_size``, ``<phase>_max_grad_norm``, ``<phase>_share``).
 
@@ -154,24 +248,13 @@ class DTGANDiscriminator(Synthesizer):
         narrow = choose_width(data_dim, tuned=CLASSIFIER_WIDTH)
         return self.critic_hidden or (wide, wide), self.classifier_hidden or (narrow,) * 4
 
-    def _spans(self) -> list[tuple[int, int, str]]:
-        return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]
-
     # ------------------------------------------------------------------ fit
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
-        from dpsynth.data.transformers import TableTransformer
-
         self._check_params()
         t0 = time.perf_counter()
         ledger = self.ledger_
-        transformer = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot",
-                                       max_modes=self.max_modes)
-        if ledger.non_private:
-            transformer.fit_exact(frame, non_private=True, rng=rng)
-        else:
-            transformer.fit(self.metadata_, rng=rng)
-        self.transformer_ = transformer
-        x = torch.as_tensor(np.ascontiguousarray(transformer.transform(frame, rng=rng)), dtype=torch.float32)
+        x = self._encode(frame, rng)
+        transformer = self.transformer_
         conditions = Conditions(transformer)
         class_span = target_span(transformer, self.schema_.target)
         use_classifier = class_span is not None and self.classifier_share > 0
@@ -207,61 +290,182 @@ class DTGANDiscriminator(Synthesizer):
         self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=phases,
                                       shares={"classifier": self.classifier_share, "gan": 1.0})
         self.fit_seconds_ = time.perf_counter() - t0  # depends on the exact row count: in memory only, never saved
-        self.category_weights_ = None
-        if self.match_marginals:
-            # post-processing: generated rows of the DP model + DP slot counts (see marginal_map.py)
-            reference = self._generate(MARGINAL_REFERENCE_ROWS, gen)
-            self.category_weights_ = CategoryWeights.fit(reference, transformer, mode="logits",
-                                                         sigma=float(self.metadata_.sigma or 0.0))
+        self._fit_category_weights(gen)
 
-    # ------------------------------------------------------------------ sample
-    @torch.no_grad()
-    def _generate(self, n: int, gen: torch.Generator) -> np.ndarray:
-        """Generated rows with numeric activations applied; softmax spans stay logits. Conditions are drawn from
-        the DP category counts (CTGAN samples with the plain frequencies too)."""
-        self.generator_.eval()
-        cond, _ = Conditions(self.transformer_).public(n, gen)
-        raw = self.generator_(torch.randn(n, self.noise_dim, generator=gen), cond)
-        for start, end, act in self._spans():
-            if act == "tanh":
-                raw[:, start:end] = torch.tanh(raw[:, start:end])
-        return raw.numpy()
+@register
+class DTGANGenerator(_ConditionalGAN):
+    """DTGAN_G (seed 002 §3.3) with honest accounting: ``n_shards`` discriminators trained WITHOUT DP on disjoint
+    shards of the rows (each row's shard drawn i.i.d. uniformly), and a generator that sees them only through the
+    gradient sanitizer (GS-WGAN's hook, :mod:`dpsynth.privacy.sanitizer`).
 
-    def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
-        gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
-        parts = []
-        for start in range(0, n, _SAMPLE_CHUNK):
-            rows = self._generate(min(_SAMPLE_CHUNK, n - start), gen)
-            if self.category_weights_ is not None:
-                rows = self.category_weights_.apply(rows)
-            parts.append(self.transformer_.inverse_transform(rows, rng=rng, softmax="argmax"))
-        if not parts:
-            return self.transformer_.inverse_transform(np.zeros((0, self.transformer_.output_dim), np.float32))
-        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    Accounting (neighbouring relation: add/remove one record): the record lands in one shard and may change that
+    shard's discriminator arbitrarily, so each of the B generated rows' gradients from it may move anywhere in the
+    C-ball: a step releases a (B x d) matrix of L2 sensitivity 2 C sqrt(B) with noise std 2 C sigma, one Gaussian
+    mechanism of multiplier sigma / sqrt(B), and it reads the record's shard with probability 1 / n_shards (one
+    discriminator drawn per step): ``SampledWithoutReplacementDpEvent(n_shards, 1, Gaussian(sigma / sqrt(B)))``,
+    accounted by replace-one subsampled RDP (Wang et al. 2019, as GS-WGAN). sigma is calibrated with the ledger so
+    that ``generator_steps`` such steps, after the metadata and classifier phases, reach at most the target.
 
-    # ------------------------------------------------------------------ persistence
-    def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        tensors = {f"generator.{k}": v for k, v in self.generator_.state_dict().items()}
-        state = {
-            "transformer": self.transformer_.to_dict(),
-            "data_dim": int(self.generator_.out.out_features),
-            "budget": self.budget_,
-            "category_weights": None if self.category_weights_ is None else self.category_weights_.to_dict(),
-        }
-        return tensors, state
+    Where seed 002's Corollary 2 does not hold: it charges (lambda, 2 lambda / sigma^2)-RDP per *row* and adds B of
+    them, as if each row's sanitized gradient were a separate mechanism on a separate record; but one record changes
+    the discriminator behind all B rows of a step at once, so the sensitivity is that of the whole batch (2 C sqrt(B))
+    and the step is one mechanism — the corollary's B-fold composition is not a bound on anything (with its noise
+    2 C sigma per row it would understate the multiplier by sqrt(B)). Its information loss (discriminator features of
+    real rows) is a third path into the generator that the corollary charges as another sanitized gradient; here it
+    is not used. Its classification loss is a classifier trained on real rows; here the classifier is trained with
+    DP-SGD in its own phase, so its gradients are post-processing and need no sanitizing.
 
-    def _set_state(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
-        from dpsynth.data.transformers import TableTransformer
+    What the noise costs (measured with the calibration): for the 0.7 of epsilon = 1 left after the metadata phase,
+    2,000 steps of B = 64 rows need sigma = 407 with 10 shards (replace-one amplification at q = 0.1 is weak) and
+    41 with 100 shards (the default): noise std 82 on each coordinate of each row's gradient against a clipped norm
+    of 1. That is why GS-WGAN uses ~1,000 discriminators and why seed 002 finds DTGAN_G behind DTGAN_D.
 
-        self.transformer_ = TableTransformer.from_dict(state["transformer"])
-        cond_dim = Conditions(self.transformer_).dim
-        self.generator_ = ConditionalGenerator(self.noise_dim, cond_dim, self.generator_hidden,
-                                               int(state["data_dim"]))
-        sub = {k[len("generator."):]: v for k, v in tensors.items() if k.startswith("generator.")}
-        self.generator_.load_state_dict(sub, strict=True)
-        self.budget_ = state["budget"]
-        weights = state.get("category_weights")
-        self.category_weights_ = None if weights is None else CategoryWeights.from_dict(weights)
+    Hyper-parameters: ``n_shards``, ``generator_steps``, ``batch_size`` (B, the rows of a generator step and of a
+    discriminator step), ``critic_iters`` discriminator steps on the drawn shard per generator step, Adam (0.5, 0.9)
+    learning rates, clipping norm ``generator_max_grad_norm`` (C), ``gp_weight``, ``gumbel_tau``; the classifier
+    phase and the networks as in ``dtgan-d``.
+    """
+
+    name = "dtgan-g"
+    phases = ("metadata", "classifier", "generator")
+    zero_allowed = ("gp_weight", "classifier_share", "classifier_weight")
+    default_metadata_share = 0.3
+    fast_params = {"generator_steps": 30, "batch_size": 32, "critic_iters": 2, "n_shards": 4, "noise_dim": 16,
+                   "generator_hidden": (32,), "critic_hidden": (32,), "classifier_hidden": (16,),
+                   "classifier_epochs": 1.0, "classifier_batch_size": 32, "max_modes": 3}
+
+    def __init__(
+        self,
+        *,
+        numeric: str = "mode_specific",
+        max_modes: int = 10,
+        noise_dim: int = 128,
+        generator_hidden: tuple[int, ...] = (256, 256),
+        critic_hidden: tuple[int, ...] | None = None,
+        classifier_hidden: tuple[int, ...] | None = None,
+        n_shards: int = 100,
+        generator_steps: int = 2000,
+        batch_size: int = 64,
+        critic_iters: int = 5,
+        critic_learning_rate: float = 0.0002,
+        generator_learning_rate: float = 0.0002,
+        generator_max_grad_norm: float = 1.0,
+        gp_weight: float = 10.0,
+        gumbel_tau: float = 0.2,
+        classifier_share: float = 0.15,
+        classifier_epochs: float = 8.0,
+        classifier_batch_size: int | None = None,
+        classifier_learning_rate: float = 0.005,
+        classifier_max_grad_norm: float = 1.0,
+        classifier_weight: float = 1.0,
+        match_marginals: bool = True,
+    ):
+        self.numeric = numeric
+        self.max_modes = max_modes
+        self.noise_dim = noise_dim
+        self.generator_hidden = _as_tuple(generator_hidden)
+        self.critic_hidden = _as_tuple(critic_hidden)
+        self.classifier_hidden = _as_tuple(classifier_hidden)
+        self.n_shards = n_shards
+        self.generator_steps = generator_steps
+        self.batch_size = batch_size
+        self.critic_iters = critic_iters
+        self.critic_learning_rate = critic_learning_rate
+        self.generator_learning_rate = generator_learning_rate
+        self.generator_max_grad_norm = generator_max_grad_norm
+        self.gp_weight = gp_weight
+        self.gumbel_tau = gumbel_tau
+        self.classifier_share = classifier_share
+        self.classifier_epochs = classifier_epochs
+        self.classifier_batch_size = classifier_batch_size
+        self.classifier_learning_rate = classifier_learning_rate
+        self.classifier_max_grad_norm = classifier_max_grad_norm
+        self.classifier_weight = classifier_weight
+        self.match_marginals = match_marginals
+
+    def _check_params(self) -> None:
+        from dpsynth.data.transformers.numeric import NUMERIC_METHODS
+
+        if self.numeric not in NUMERIC_METHODS:
+            raise InputError(f"numeric must be one of {', '.join(NUMERIC_METHODS)}. Found {self.numeric!r}.")
+        if not 0.0 <= self.classifier_share < 1.0:
+            raise InputError(f"classifier_share must be in [0, 1). Found {self.classifier_share}.")
+
+    def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
+        from dpsynth.privacy.calibration import calibrate_noise
+        from dpsynth.privacy.sanitizer import GradientSanitizer, SanitizerConfig
+
+        self._check_params()
+        t0 = time.perf_counter()
+        ledger = self.ledger_
+        x = self._encode(frame, rng)
+        conditions = Conditions(self.transformer_)
+        class_span = target_span(self.transformer_, self.schema_.target)
+        use_classifier = class_span is not None and self.classifier_share > 0
+        seed = int(rng.integers(2**62))
+        gen = torch.Generator().manual_seed(seed)
+        data_dim = x.shape[1]
+        critic_hidden, classifier_hidden = DTGANDiscriminator._widths(self, data_dim)
+        with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
+            torch.manual_seed(seed + 1)
+            self.generator_ = ConditionalGenerator(self.noise_dim, conditions.dim, self.generator_hidden, data_dim)
+            critics = [Critic(data_dim + conditions.dim, critic_hidden) for _ in range(self.n_shards)]
+            classifier = mlp(data_dim, classifier_hidden, class_span.width) if use_classifier else None
+        n_dp = float(self.metadata_.n_rows)
+        spent, target = ledger.epsilon(), ledger.target_epsilon
+        phases: list = []
+        shares = {"classifier": self.classifier_share, "generator": 1.0}
+        if use_classifier:
+            clf_phase = DPPhase("classifier", ledger=ledger, n_dp=n_dp, epochs=self.classifier_epochs,
+                                batch_size=self.classifier_batch_size, largest_batch=LARGEST_BATCH,
+                                min_steps=MIN_STEPS["classifier"], max_grad_norm=self.classifier_max_grad_norm,
+                                target_epsilon=target if ledger.non_private
+                                else spent + self.classifier_share * (target - spent), accountant="rdp",
+                                rtol=CALIBRATION_RTOL)
+            train_classifier(classifier, x, class_span, phase=clf_phase, learning_rate=self.classifier_learning_rate,
+                             generator=gen, progress=progress, label=self.name)
+            phases.append(clf_phase)
+
+        def config(sigma: float) -> SanitizerConfig:
+            return SanitizerConfig(max_grad_norm=float(self.generator_max_grad_norm), noise_multiplier=sigma,
+                                   batch_size=int(self.batch_size), n_shards=int(self.n_shards))
+
+        if ledger.non_private:
+            sigma = 0.0
+            sanitizer = _NoSanitizer(self.generator_steps, self.batch_size, self.n_shards, gen)
+        else:
+            sigma = calibrate_noise(target_epsilon=target, delta=ledger.target_delta, sample_rate=1.0,
+                                    steps=int(self.generator_steps), accountant="rdp", ledger=ledger,
+                                    rtol=CALIBRATION_RTOL, mechanism=lambda s: config(s).event())
+            sanitizer = GradientSanitizer(config(sigma), ledger=ledger, phase="generator",
+                                          max_steps=int(self.generator_steps), generator=gen)
+        shard = GradientSanitizer.shard_assignment(len(x), int(self.n_shards), gen)
+        done = train_sanitized_generator(self.generator_, critics, x, shard, conditions=conditions,
+                                         spans=self._spans(), sanitizer=sanitizer, params=self.get_params(),
+                                         generator=gen, progress=progress, label=self.name, classifier=classifier,
+                                         class_span=class_span)
+        settings = {"noise_multiplier": sigma, "effective_noise_multiplier": sigma / math.sqrt(self.batch_size),
+                    "max_grad_norm": float(self.generator_max_grad_norm), "batch_size": int(self.batch_size),
+                    "n_shards": int(self.n_shards), "sample_rate": 1.0 / int(self.n_shards),
+                    "steps": int(self.generator_steps), **done, "epsilon_after": json_number(ledger.epsilon())}
+        phases.append(("generator", settings))
+        self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=phases, shares=shares)
+        self.fit_seconds_ = time.perf_counter() - t0
+        self._fit_category_weights(gen)
+
+
+class _NoSanitizer:
+    """The non-private mode's stand-in for the sanitizer (epsilon = inf): shard draws, no clipping, no noise."""
+
+    def __init__(self, steps: int, batch_size: int, n_shards: int, generator: torch.Generator):
+        self.max_steps, self.batch_size, self.n_shards, self.generator = steps, batch_size, n_shards, generator
+
+    def steps(self):
+        for _ in range(self.max_steps):
+            yield int(torch.randint(self.n_shards, (1,), generator=self.generator))
+
+    def attach(self, tensor: torch.Tensor) -> None:
+        return None
 
 
 def _as_tuple(value: Any) -> Any:

@@ -23,7 +23,7 @@ as the ledger itself will compose them (:class:`LedgerComposition`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dp_accounting import dp_event, mechanism_calibration, privacy_accountant
 
@@ -114,13 +114,20 @@ def calibrate_noise(
     rtol: float = 1e-4,
     weights: Sequence[tuple[float, int]] | None = None,
     prior: Sequence[tuple[dp_event.DpEvent, int]] = (),
+    mechanism: Callable[[float], dp_event.DpEvent] | None = None,
 ) -> float:
     """Smallest sigma (within ``rtol``) such that ``steps`` more Poisson(q)-subsampled Gaussian mechanisms (q = 1:
     plain Gaussian queries of sensitivity 1), composed with everything in ``ledger`` and ``prior``, stay within
     ``target_epsilon``; the sigma returned was evaluated to meet it (never above the target).
 
     ``weights``: ``(w, count)`` pairs replacing ``steps`` — ``count`` mechanisms at sigma / sqrt(w) each (q = 1
-    only); the returned sigma is that of a weight-1 query."""
+    only); the returned sigma is that of a weight-1 query.
+
+    ``mechanism``: the event of one step as a function of sigma, replacing the Poisson-subsampled Gaussian (e.g.
+    :meth:`dpsynth.privacy.sanitizer.SanitizerConfig.event` of a sanitized generator step); ``sample_rate`` is then
+    only checked, and ``weights`` is not allowed."""
+    if mechanism is not None and weights is not None:
+        raise InputError("calibrate_noise takes weights or mechanism, not both.")
     if weights is not None:
         if sample_rate != 1.0 or any(not (w > 0 and math.isfinite(w)) or c < 0 for w, c in weights):
             raise InputError(f"weights need sample_rate 1, weights > 0 and counts >= 0. Found {list(weights)!r}.")
@@ -136,6 +143,8 @@ def calibrate_noise(
         return LedgerComposition(ledger, accountant, prior)
 
     def event(sigma: float) -> dp_event.DpEvent:
+        if mechanism is not None:
+            return dp_event.SelfComposedDpEvent(mechanism(sigma), steps)
         parts = [dp_event.SelfComposedDpEvent(dpsgd_event(sample_rate, sigma / math.sqrt(w)), c) for w, c in weights]
         return parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
 

@@ -19,6 +19,7 @@ from noise_off import noise_off
 from dpsynth.attacks.audit import audit_model
 from dpsynth.models.dp_auto_gan import DPAutoGAN
 from dpsynth.models.dp_tldm import DPTLDM
+from dpsynth.models.dtgan import DTGANDiscriminator
 from dpsynth.privacy import PrivacyLedger, dpsgd
 from dpsynth.privacy.audit import audit_dpsgd
 
@@ -50,7 +51,7 @@ def test_marginals_one_run_audit_catches_the_missing_noise(train):
     assert dp.verdict == "consistent" and dp.eps_lb <= 1.0
 
 
-DEEP = {"dp-tldm": DPTLDM, "dp-auto-gan": DPAutoGAN}
+DEEP = {"dp-tldm": DPTLDM, "dp-auto-gan": DPAutoGAN, "dtgan-d": DTGANDiscriminator}
 
 
 def _released_country_counts(model, canaries) -> np.ndarray:

@@ -1,0 +1,161 @@
+"""DTGAN_D (seed 002) on the conditional WGAN-GP core: one guarantee per test.
+
+The Synthesizer contract (fit / sample / save / load / seeds / non-private mode) runs for every registered model in
+tests/models/test_contract.py, the noise-off audit in test_noise_off_audits.py; here: the core's pieces and the
+model's privacy wiring, on small Adult slices with tiny settings.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from dpsynth.data.transformers import TableTransformer
+from dpsynth.errors import InputError
+from dpsynth.models import get_model_class
+from dpsynth.models._conditional_gan import Conditions, discriminator_units, slerp, target_span, unit_loss
+from dpsynth.models.dtgan import DTGANDiscriminator
+from dpsynth.models.networks.ctgan import ConditionalGenerator
+from dpsynth.models.networks.gan import Critic
+from dpsynth.privacy.per_example import per_example_grads
+
+FAST = dict(DTGANDiscriminator.fast_params)
+
+
+@pytest.fixture(scope="module")
+def small(adult):
+    train, _ = adult
+    return train.sample(1000, random_state=1).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def fitted(small, adult_schema):
+    return DTGANDiscriminator(**FAST).fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+
+
+@pytest.fixture(scope="module")
+def encoded(small, adult_schema):
+    transformer = TableTransformer(adult_schema, numeric="mode_specific", max_modes=3).fit(None, rng=0)
+    x = torch.as_tensor(transformer.transform(small, rng=0), dtype=torch.float32)
+    return transformer, x
+
+
+def test_registered_by_name():
+    assert get_model_class("dtgan-d") is DTGANDiscriminator
+
+
+def test_slerp_ends_on_its_endpoints_and_stays_on_the_sphere():
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(64, 7, generator=g), torch.randn(64, 7, generator=g)
+    a, b = a / a.norm(dim=1, keepdim=True), b / b.norm(dim=1, keepdim=True)
+    assert torch.allclose(slerp(a, b, torch.zeros(64, 1)), a, atol=1e-5)
+    assert torch.allclose(slerp(a, b, torch.ones(64, 1)), b, atol=1e-5)
+    t = torch.rand(64, 1, generator=g)
+    mid = slerp(a, b, t)
+    assert torch.allclose(mid.norm(dim=1), torch.ones(64), atol=1e-4)  # unit vectors stay unit (a lerp would not)
+    angle = torch.acos((a * b).sum(1).clamp(-1, 1))
+    assert torch.allclose(torch.acos((a * mid).sum(1).clamp(-1, 1)), t.squeeze(1) * angle, atol=1e-3)
+    assert torch.allclose(slerp(a, 2 * a, t), a + t * a, atol=1e-5)  # parallel rows: the linear interpolate
+
+
+def test_conditions_are_read_off_each_row(encoded):
+    transformer, x = encoded
+    conditions = Conditions(transformer)
+    cond = conditions.from_rows(x[:500], torch.Generator().manual_seed(0))
+    assert cond.shape == (500, conditions.dim) and torch.all(cond.sum(1) == 1)  # one span, one slot, per row
+    chosen = []
+    for j, span in enumerate(conditions.spans):
+        block = cond[:, conditions.offsets[j]:conditions.offsets[j + 1]]
+        rows = block.sum(1) == 1
+        assert torch.equal(block[rows], x[:500][rows, span.start:span.end])  # the row's own category
+        chosen.append(int(rows.sum()))
+    assert min(chosen) > 0  # every span gets chosen (uniformly: ~500 / 9 each)
+
+
+def test_a_unit_depends_on_its_own_row_only(encoded):
+    """Row i's (real, fake, cond, mixed) and its per-example gradient are unchanged when another row changes: the
+    clipped unit holds everything that depends on row i, and nothing of the other rows (no batch statistics)."""
+    transformer, x = encoded
+    conditions = Conditions(transformer)
+    spans = [(s.start, s.end, s.activation) for s in transformer.output_info]
+    torch.manual_seed(0)
+    gen_net = ConditionalGenerator(8, conditions.dim, (16,), x.shape[1])
+    gen_net.train()
+    critic = Critic(x.shape[1] + conditions.dim, (16,))
+    rows = x[:32].clone()
+    other = rows.clone()
+    other[5] = x[100]
+
+    def units(batch):
+        return discriminator_units(batch, gen_net, conditions, spans, noise_dim=8, gumbel_tau=0.2,
+                                   generator=torch.Generator().manual_seed(1))
+
+    a, b = units(rows), units(other)
+    keep = torch.arange(32) != 5
+    for ta, tb in zip(a, b):
+        assert torch.equal(ta[keep], tb[keep])
+    assert not torch.equal(a[0][5], b[0][5])
+    assert gen_net.training  # restored
+    grads_a = per_example_grads(critic, unit_loss(10.0), a)[0]
+    grads_b = per_example_grads(critic, unit_loss(10.0), b)[0]
+    for name in grads_a:
+        assert torch.allclose(grads_a[name][keep], grads_b[name][keep])
+        assert grads_a[name].shape[0] == 32
+
+
+def test_ledger_within_target_and_phases_composed(fitted):
+    ledger = fitted.ledger_
+    assert 0 < ledger.epsilon() <= 1.0
+    by_phase = {e.phase: e for e in ledger.entries if e.mechanism == "dp-sgd"}
+    assert set(by_phase) == {"classifier", "gan"}  # Adult's target is categorical: the classifier is on
+    for phase in ("classifier", "gan"):
+        entry, info = by_phase[phase], fitted.budget_["phases"][phase]
+        assert entry.count == info["steps_taken"] > 0
+        assert entry.params["clipping"] == "per_example" and info["noise_multiplier"] > 0
+        q = min(1.0, FAST[f"{phase}_batch_size"] / fitted.metadata_.n_rows)  # from the DP row count
+        assert entry.params["sample_rate"] == pytest.approx(q)
+        assert entry.params["n_rows"] == pytest.approx(fitted.metadata_.n_rows)
+    assert fitted.budget_["phases"]["gan"]["generator_steps"] == by_phase["gan"].count // FAST["critic_iters"]
+
+
+def test_the_classifier_is_off_without_a_categorical_target_or_share(small, adult_schema):
+    model = DTGANDiscriminator(**{**FAST, "classifier_share": 0.0}).fit(small, epsilon=1.0, delta=1e-5,
+                                                                        schema=adult_schema, seed=0)
+    assert {e.phase for e in model.ledger_.entries if e.mechanism == "dp-sgd"} == {"gan"}
+    transformer = TableTransformer(adult_schema, max_modes=3).fit(None, rng=0)
+    assert target_span(transformer, "age") is None and target_span(transformer, None) is None
+    assert target_span(transformer, "income").column == "income"
+
+
+def test_only_the_generator_is_saved(fitted, tmp_path):
+    from dpsynth.models.base import read_model_file
+
+    tensors, header = read_model_file(fitted.save(tmp_path / "m.dpsynth"))
+    assert tensors and all(k.startswith("generator.") for k in tensors)
+    assert set(header["state"]["budget"]["phases"]) == {"classifier", "gan"}
+
+
+def test_non_private_mode_trains_without_noise(small, adult_schema):
+    model = DTGANDiscriminator(**FAST).fit(small, epsilon=math.inf, delta=1e-5, schema=adult_schema, seed=0)
+    assert math.isinf(model.epsilon_)
+    assert len(model.sample(50, seed=0)) == 50
+
+
+@pytest.mark.parametrize("bad", [{"numeric": "log"}, {"classifier_share": 1.0}, {"calibration_accountant": "x"},
+                                 {"gp_weight": -1.0}, {"generator_hidden": ()}])
+def test_bad_parameters_are_refused(bad):
+    with pytest.raises(InputError):
+        DTGANDiscriminator(**bad).check_params()
+
+
+def test_generated_rows_follow_the_dp_category_counts(fitted):
+    """Sampling conditions come from the DP counts, and the logits are reweighted to them: income's share of
+    '>50K' in 4,000 rows is within 0.1 of the DP count's (a loose bound: an epsilon = 1 fit of 1,000 rows)."""
+    rows = fitted.sample(4000, seed=1)
+    hist = fitted.metadata_.histograms["income"]
+    counts = dict(zip(hist.categories, np.maximum(np.asarray(hist.counts, dtype=float), 0)))
+    share = counts[">50K"] / sum(counts.values())
+    assert abs((rows["income"] == ">50K").mean() - share) < 0.1
