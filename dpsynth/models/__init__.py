@@ -30,6 +30,7 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "batch-aim": ("dpsynth.models.batch_aim", ("metadata", "aim")),
     "dtgan-d": ("dpsynth.models.dtgan", ("metadata", "classifier", "gan")),
     "dtgan-g": ("dpsynth.models.dtgan", ("metadata", "classifier", "generator")),
+    "dp-sactgan": ("dpsynth.models.dp_sactgan", ("metadata", "classifier", "generator")),
 }
 _MODULES = tuple(module for module, _ in BUILTIN.values())
 _loaded = False

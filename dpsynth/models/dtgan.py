@@ -75,12 +75,26 @@ class _ConditionalGAN(Synthesizer):
 
     noise_dim: int
     generator_hidden: tuple[int, ...]
+    classifier_hidden: tuple[int, ...] | None
     numeric: str
     max_modes: int
     match_marginals: bool
 
     def _spans(self) -> list[tuple[int, int, str]]:
         return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]
+
+    def _widths(self, data_dim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Critic and classifier layers: as given, or by the width rule from the encoded width (4 classifier layers,
+        seed 000's auxiliary classifier)."""
+        wide = choose_width(data_dim, tuned=CRITIC_WIDTH)
+        narrow = choose_width(data_dim, tuned=CLASSIFIER_WIDTH)
+        return getattr(self, "critic_hidden", None) or (wide, wide), self.classifier_hidden or (narrow,) * 4
+
+    def _new_generator(self, cond_dim: int, data_dim: int) -> torch.nn.Module:
+        return ConditionalGenerator(self.noise_dim, cond_dim, self.generator_hidden, data_dim)
+
+    def _new_critic(self, data_dim: int, cond_dim: int, hidden: tuple[int, ...]) -> torch.nn.Module:
+        return Critic(data_dim + cond_dim, hidden)
 
     def _encode(self, frame: pd.DataFrame, rng: np.random.Generator) -> torch.Tensor:
         """Fit the CTAB-GAN+ / CTGAN encoding on the DP metadata (exact statistics only at epsilon = inf) and encode
@@ -134,7 +148,7 @@ class _ConditionalGAN(Synthesizer):
         tensors = {f"generator.{k}": v for k, v in self.generator_.state_dict().items()}
         state = {
             "transformer": self.transformer_.to_dict(),
-            "data_dim": int(self.generator_.out.out_features),
+            "data_dim": int(self.transformer_.output_dim),
             "budget": self.budget_,
             "category_weights": None if self.category_weights_ is None else self.category_weights_.to_dict(),
         }
@@ -145,8 +159,7 @@ class _ConditionalGAN(Synthesizer):
 
         self.transformer_ = TableTransformer.from_dict(state["transformer"])
         cond_dim = Conditions(self.transformer_).dim
-        self.generator_ = ConditionalGenerator(self.noise_dim, cond_dim, self.generator_hidden,
-                                               int(state["data_dim"]))
+        self.generator_ = self._new_generator(cond_dim, int(state["data_dim"]))
         sub = {k[len("generator."):]: v for k, v in tensors.items() if k.startswith("generator.")}
         self.generator_.load_state_dict(sub, strict=True)
         self.budget_ = state["budget"]
@@ -243,11 +256,6 @@ class DTGANDiscriminator(_ConditionalGAN):
             raise InputError(f"classifier_share must be in [0, 1). Found {self.classifier_share}.")
 
     # ------------------------------------------------------------------ networks
-    def _widths(self, data_dim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        wide = choose_width(data_dim, tuned=CRITIC_WIDTH)
-        narrow = choose_width(data_dim, tuned=CLASSIFIER_WIDTH)
-        return self.critic_hidden or (wide, wide), self.classifier_hidden or (narrow,) * 4
-
     # ------------------------------------------------------------------ fit
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
         self._check_params()
@@ -264,8 +272,8 @@ class DTGANDiscriminator(_ConditionalGAN):
         critic_hidden, classifier_hidden = self._widths(data_dim)
         with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
             torch.manual_seed(seed + 1)
-            self.generator_ = ConditionalGenerator(self.noise_dim, conditions.dim, self.generator_hidden, data_dim)
-            critic = Critic(data_dim + conditions.dim, critic_hidden)
+            self.generator_ = self._new_generator(conditions.dim, data_dim)
+            critic = self._new_critic(data_dim, conditions.dim, critic_hidden)
             classifier = mlp(data_dim, classifier_hidden, class_span.width) if use_classifier else None
         n_dp = float(self.metadata_.n_rows)
         spent, target = ledger.epsilon(), ledger.target_epsilon
@@ -405,11 +413,11 @@ class DTGANGenerator(_ConditionalGAN):
         seed = int(rng.integers(2**62))
         gen = torch.Generator().manual_seed(seed)
         data_dim = x.shape[1]
-        critic_hidden, classifier_hidden = DTGANDiscriminator._widths(self, data_dim)
+        critic_hidden, classifier_hidden = self._widths(data_dim)
         with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
             torch.manual_seed(seed + 1)
-            self.generator_ = ConditionalGenerator(self.noise_dim, conditions.dim, self.generator_hidden, data_dim)
-            critics = [Critic(data_dim + conditions.dim, critic_hidden) for _ in range(self.n_shards)]
+            self.generator_ = self._new_generator(conditions.dim, data_dim)
+            critics = [self._new_critic(data_dim, conditions.dim, critic_hidden) for _ in range(self.n_shards)]
             classifier = mlp(data_dim, classifier_hidden, class_span.width) if use_classifier else None
         n_dp = float(self.metadata_.n_rows)
         spent, target = ledger.epsilon(), ledger.target_epsilon
@@ -434,9 +442,12 @@ class DTGANGenerator(_ConditionalGAN):
             sigma = 0.0
             sanitizer = _NoSanitizer(self.generator_steps, self.batch_size, self.n_shards, gen)
         else:
-            sigma = calibrate_noise(target_epsilon=target, delta=ledger.target_delta, sample_rate=1.0,
-                                    steps=int(self.generator_steps), accountant="rdp", ledger=ledger,
-                                    rtol=CALIBRATION_RTOL, mechanism=lambda s: config(s).event())
+            # calibrated in the step's own multiplier sigma / sqrt(B) (of order 1-10: a short bracket search; each
+            # evaluation of the replace-one RDP curve costs about a second)
+            root_b = math.sqrt(self.batch_size)
+            sigma = root_b * calibrate_noise(target_epsilon=target, delta=ledger.target_delta, sample_rate=1.0,
+                                             steps=int(self.generator_steps), accountant="rdp", ledger=ledger,
+                                             rtol=CALIBRATION_RTOL, mechanism=lambda m: config(m * root_b).event())
             sanitizer = GradientSanitizer(config(sigma), ledger=ledger, phase="generator",
                                           max_steps=int(self.generator_steps), generator=gen)
         shard = GradientSanitizer.shard_assignment(len(x), int(self.n_shards), gen)

@@ -159,3 +159,37 @@ def test_generated_rows_follow_the_dp_category_counts(fitted):
     counts = dict(zip(hist.categories, np.maximum(np.asarray(hist.counts, dtype=float), 0)))
     share = counts[">50K"] / sum(counts.values())
     assert abs((rows["income"] == ">50K").mean() - share) < 0.1
+
+
+# ---------------------------------------------------------------------------------------------------- DTGAN_G
+FAST_G = dict(get_model_class("dtgan-g").fast_params)
+
+
+def test_dtgan_g_generator_sees_the_rows_only_through_the_sanitizer(small, adult_schema, monkeypatch):
+    """Every generator step is a charged sanitizer step whose hook clips and noises the discriminator's gradient on
+    the generated rows (one call per step, at most B rows); the ledger holds the shard event at the calibrated sigma
+    and composes to at most the target, close to it (the calibration spends what is left)."""
+    from dp_accounting import dp_event
+
+    from dpsynth.privacy.sanitizer import GradientSanitizer
+
+    calls = []
+    real = GradientSanitizer.sanitize
+
+    def spy(self, grad):
+        calls.append(tuple(grad.shape))
+        return real(self, grad)
+
+    monkeypatch.setattr(GradientSanitizer, "sanitize", spy)
+    model = get_model_class("dtgan-g")(**FAST_G).fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    assert 0.9 <= model.epsilon_ <= 1.0
+    entry = next(e for e in model.ledger_.entries if e.phase == "generator")
+    info = model.budget_["phases"]["generator"]
+    assert entry.mechanism == "gradient-sanitizer" and entry.count == info["steps_taken"] == FAST_G["generator_steps"]
+    assert len(calls) == entry.count and all(shape[0] <= FAST_G["batch_size"] for shape in calls)
+    assert entry.params["n_shards"] == FAST_G["n_shards"] and entry.params["noise_multiplier"] > 1
+    event = entry.event
+    assert isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
+    assert event.sample_size == 1 and event.source_dataset_size == FAST_G["n_shards"]
+    assert event.event.noise_multiplier == pytest.approx(info["noise_multiplier"] / math.sqrt(FAST_G["batch_size"]))
+

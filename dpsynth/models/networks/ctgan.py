@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-__all__ = ["ConditionalGenerator"]
+__all__ = ["ConditionalGenerator", "AttentionGenerator", "AttentionCritic"]
 
 
 class _Residual(nn.Module):
@@ -44,3 +44,81 @@ class ConditionalGenerator(nn.Module):
 
     def forward(self, z: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
         return self.out(self.blocks(torch.cat([z, cond], dim=1)))
+
+
+class _AttentionLayer(nn.Module):
+    """One pre-norm Transformer layer: ``x + MHA(LN(x))``, then ``x + FFN(LN(x))``. Attention is written out
+    (softmax(q k^T / sqrt(d)) v) rather than taken from ``scaled_dot_product_attention``, whose fused CPU kernels
+    have no double backward, which the gradient penalty needs."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads, self.head_dim = int(heads), int(dim) // int(heads)
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ffn = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(n, t, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        weights = torch.softmax(q @ k.transpose(-2, -1) / self.head_dim**0.5, dim=-1)
+        x = x + self.proj((weights @ v).transpose(1, 2).reshape(n, t, d))
+        return x + self.ffn(self.norm2(x))
+
+
+class _ColumnAttention(nn.Module):
+    """Self-attention over column tokens (seed 000's figure 6): pre-norm layers with layer normalisation (tabular
+    rows are independent: no batch statistics), no dropout."""
+
+    def __init__(self, dim: int, heads: int, layers: int):
+        super().__init__()
+        self.layers = nn.ModuleList(_AttentionLayer(dim, heads) for _ in range(int(layers)))
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            tokens = layer(tokens)
+        return self.norm(tokens)
+
+
+class AttentionGenerator(nn.Module):
+    """DP-SACTGAN's generator: ``(z, cond)`` -> one token per column (a linear map of the input, plus a learned
+    column embedding) -> self-attention layers -> per column, a linear head writing that column's block of the
+    encoded row (raw outputs, as :class:`ConditionalGenerator`)."""
+
+    def __init__(self, noise_dim: int, cond_dim: int, blocks: Sequence[tuple[int, int]], dim: int, heads: int,
+                 layers: int):
+        super().__init__()
+        self.blocks = [(int(a), int(b)) for a, b in blocks]
+        self.dim = int(dim)
+        self.embed = nn.Linear(int(noise_dim) + int(cond_dim), len(self.blocks) * self.dim)
+        self.position = nn.Parameter(torch.zeros(len(self.blocks), self.dim))
+        self.attention = _ColumnAttention(self.dim, heads, layers)
+        self.heads = nn.ModuleList(nn.Linear(self.dim, b - a) for a, b in self.blocks)
+        self.data_dim = self.blocks[-1][1] if self.blocks else 0
+
+    def forward(self, z: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        tokens = self.embed(torch.cat([z, cond], dim=1)).view(len(z), len(self.blocks), self.dim) + self.position
+        hidden = self.attention(tokens)
+        return torch.cat([head(hidden[:, j]) for j, head in enumerate(self.heads)], dim=1)
+
+
+class AttentionCritic(nn.Module):
+    """DP-SACTGAN's discriminator: each column's block of ``[row, cond]`` (the condition is one more block) embedded
+    as a token by its own linear map, self-attention layers, mean over tokens, a linear score. ``(…, width) ->
+    (…,)``; no batch statistics."""
+
+    def __init__(self, blocks: Sequence[tuple[int, int]], dim: int, heads: int, layers: int):
+        super().__init__()
+        self.blocks = [(int(a), int(b)) for a, b in blocks]
+        self.embed = nn.ModuleList(nn.Linear(b - a, int(dim)) for a, b in self.blocks)
+        self.position = nn.Parameter(torch.zeros(len(self.blocks), int(dim)))
+        self.attention = _ColumnAttention(int(dim), heads, layers)
+        self.out = nn.Sequential(nn.Linear(int(dim), int(dim)), nn.LeakyReLU(0.2), nn.Linear(int(dim), 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, x.shape[-1])
+        tokens = torch.stack([emb(flat[:, a:b]) for emb, (a, b) in zip(self.embed, self.blocks)], dim=1)
+        hidden = self.attention(tokens + self.position)
+        return self.out(hidden.mean(dim=1)).reshape(x.shape[:-1])
