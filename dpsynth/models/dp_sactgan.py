@@ -44,7 +44,9 @@ __all__ = ["DPSACTGAN"]
 class DPSACTGAN(DTGANGenerator):
     """DP-SACTGAN with honest accounting (see the module docstring). Hyper-parameters as ``dtgan-g``, with the
     attention networks' ``attention_dim`` (token width), ``attention_heads`` and ``attention_layers`` (per network)
-    in place of ``generator_hidden`` / ``critic_hidden``."""
+    in place of ``generator_hidden`` / ``critic_hidden``. Fewer, cheaper steps than ``dtgan-g`` by default (1,000
+    generator steps, 3 discriminator steps each): an attention discriminator step with its penalty costs ~40 ms on 2
+    cores against ~5 ms for the MLP."""
 
     name = "dp-sactgan"
     phases = ("metadata", "classifier", "generator")
@@ -63,9 +65,9 @@ class DPSACTGAN(DTGANGenerator):
         attention_layers: int = 2,
         classifier_hidden: tuple[int, ...] | None = None,
         n_shards: int = 100,
-        generator_steps: int = 2000,
+        generator_steps: int = 1000,
         batch_size: int = 64,
-        critic_iters: int = 5,
+        critic_iters: int = 3,
         critic_learning_rate: float = 0.0002,
         generator_learning_rate: float = 0.0002,
         generator_max_grad_norm: float = 1.0,

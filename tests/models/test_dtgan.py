@@ -193,3 +193,46 @@ def test_dtgan_g_generator_sees_the_rows_only_through_the_sanitizer(small, adult
     assert event.sample_size == 1 and event.source_dataset_size == FAST_G["n_shards"]
     assert event.event.noise_multiplier == pytest.approx(info["noise_multiplier"] / math.sqrt(FAST_G["batch_size"]))
 
+
+
+# ---------------------------------------------------------------------------------------------------- DP-SACTGAN
+FAST_S = dict(get_model_class("dp-sactgan").fast_params)
+
+
+def test_attention_critic_has_a_gradient_penalty_and_no_batch_statistics():
+    """The penalty differentiates the critic's input gradient (a double backward through attention), and a row's
+    score does not depend on the other rows of the batch (layer normalisation only)."""
+    from dpsynth.models._conditional_gan import batched_wgan_gp_loss
+    from dpsynth.models.networks.ctgan import AttentionCritic, AttentionGenerator
+
+    torch.manual_seed(0)
+    blocks = [(0, 3), (3, 5), (5, 9), (9, 11)]  # three columns and a condition block
+    critic = AttentionCritic(blocks, 8, 2, 2)
+    rows = torch.randn(16, 11)
+    other = rows.clone()
+    other[3] = torch.randn(11)
+    keep = torch.arange(16) != 3
+    assert torch.allclose(critic(rows)[keep], critic(other)[keep], atol=1e-6)
+    assert torch.allclose(critic(rows[5]), critic(rows)[5], atol=1e-6)  # one example at a time gives the same
+    units = (torch.randn(16, 9), torch.randn(16, 9), torch.randn(16, 2), torch.randn(16, 9))
+    loss = batched_wgan_gp_loss(critic, units, 10.0)
+    grads = torch.autograd.grad(loss, list(critic.parameters()), allow_unused=True)
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+    generator = AttentionGenerator(4, 2, blocks[:3], 8, 2, 1)
+    assert generator(torch.randn(5, 4), torch.randn(5, 2)).shape == (5, 9)
+
+
+def test_dp_sactgan_single_discriminator_is_accounted_at_q_one(small, adult_schema):
+    """n_shards=1 (seed 000's one discriminator on all rows): no amplification, the plain Gaussian of multiplier
+    sigma / sqrt(B) per step, with a warning; the calibration then needs far more noise than with shards."""
+    from dp_accounting import dp_event
+
+    with pytest.warns(UserWarning, match="no subsampling amplification"):
+        one = get_model_class("dp-sactgan")(**{**FAST_S, "n_shards": 1}).fit(small, epsilon=1.0, delta=1e-5,
+                                                                             schema=adult_schema, seed=0)
+    entry = next(e for e in one.ledger_.entries if e.phase == "generator")
+    assert isinstance(entry.event, dp_event.GaussianDpEvent)
+    assert 0.9 <= one.epsilon_ <= 1.0
+    sharded = get_model_class("dp-sactgan")(**FAST_S).fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    assert (one.budget_["phases"]["generator"]["noise_multiplier"]
+            > 1.5 * sharded.budget_["phases"]["generator"]["noise_multiplier"])
