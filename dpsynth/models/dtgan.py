@@ -323,9 +323,9 @@ class DTGANGenerator(_ConditionalGAN):
     is not used. Its classification loss is a classifier trained on real rows; here the classifier is trained with
     DP-SGD in its own phase, so its gradients are post-processing and need no sanitizing.
 
-    What the noise costs (measured with the calibration): for the 0.7 of epsilon = 1 left after the metadata phase,
-    2,000 steps of B = 64 rows need sigma = 407 with 10 shards (replace-one amplification at q = 0.1 is weak) and
-    41 with 100 shards (the default): noise std 82 on each coordinate of each row's gradient against a clipped norm
+    What the noise costs (calibrated): for 0.7 of epsilon = 1 (delta 1e-5), 2,000 steps of B = 64 rows need sigma =
+    2,020 with one discriminator (q = 1), 407 with 10 shards (replace-one amplification at q = 0.1 is weak) and 41
+    with 100 shards (the default): noise std 82 on each coordinate of each row's gradient against a clipped norm
     of 1. That is why GS-WGAN uses ~1,000 discriminators and why seed 002 finds DTGAN_G behind DTGAN_D.
 
     Hyper-parameters: ``n_shards``, ``generator_steps``, ``batch_size`` (B, the rows of a generator step and of a
