@@ -106,3 +106,35 @@ def test_deep_model_audits_catch_the_missing_noise(adult, adult_schema, name, mo
     assert metadata.max_eps_lower_bound > claimed  # the audit could have refuted the DP fit too
     assert metadata.eps_lower_bound <= claimed, metadata
     assert all(r.eps_lower_bound <= r.claimed_epsilon for r in white_box), white_box
+
+
+@pytest.mark.parametrize("name", ["dtgan-g", "dp-sactgan"])
+def test_sanitized_generator_audits_catch_the_missing_noise(adult, adult_schema, name, monkeypatch):
+    """The generator-side models' own mechanism: an epsilon = 1 fit (fast_params) records its sanitizer settings;
+    the white-box sanitizer audit (dpsynth.privacy.audit.audit_sanitizer, Dirac canaries in every shard and row slot)
+    at those settings, for as many steps as an epsilon = 1 ledger allows, must exceed 1 with the noise off and stay
+    below it with the noise on. (Their classifier phase is DP-SGD, audited as in the test above.)"""
+    from dpsynth.models import get_model_class
+    from dpsynth.privacy.audit import audit_sanitizer
+    from dpsynth.privacy.sanitizer import GradientSanitizer
+
+    configs = []
+    real_init = GradientSanitizer.__init__
+
+    def spy(self, config, **kw):
+        real_init(self, config, **kw)
+        if kw.get("phase") == "generator":
+            configs.append(config)
+
+    monkeypatch.setattr(GradientSanitizer, "__init__", spy)
+    model_cls = get_model_class(name)
+    data = adult[0].sample(1000, random_state=0).reset_index(drop=True)
+    model = model_cls(**model_cls.fast_params).fit(data, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    assert 0 < model.epsilon_ <= 1.0 and len(configs) == 1
+    results = {}
+    for noise in ("off", "on"):
+        with noise_off() if noise == "off" else nullcontext():
+            ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-5)
+            results[noise] = audit_sanitizer(configs[0], ledger=ledger, steps=10_000, runs=4, seed=0)
+    assert results["off"].eps_lower_bound > results["off"].claimed_epsilon, results["off"]
+    assert results["on"].eps_lower_bound <= results["on"].claimed_epsilon, results["on"]
