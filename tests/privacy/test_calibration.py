@@ -7,7 +7,7 @@ from dp_accounting import dp_event
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsynth.errors import PrivacyError
+from dpsynth.errors import InputError, PrivacyError
 from dpsynth.privacy import PrivacyLedger, calibrate_noise, calibrate_steps, epsilon
 from dpsynth.privacy.calibration import dpsgd_event
 
@@ -103,3 +103,26 @@ def test_one_calibration_routine_behind_every_noise_and_count_search():
     step = dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.0))
     k = ledger.max_count(step, 10**6)
     assert not ledger.would_exceed(step, k) and ledger.would_exceed(step, k + 1)
+
+
+def test_calibration_of_any_mechanism_matches_the_dpsgd_case():
+    """``mechanism=``: the step's event as a function of sigma. Given DP-SGD's own event it returns DP-SGD's sigma;
+    given the sanitizer's shard event it returns a sigma whose composed epsilon meets the target, tightly."""
+    from dpsynth.privacy.accounting import epsilon_of
+    from dpsynth.privacy.calibration import calibrate_noise, dpsgd_event
+    from dpsynth.privacy.sanitizer import SanitizerConfig
+
+    plain = calibrate_noise(target_epsilon=1.0, delta=1e-5, sample_rate=0.01, steps=500, accountant="rdp")
+    same = calibrate_noise(target_epsilon=1.0, delta=1e-5, sample_rate=1.0, steps=500, accountant="rdp",
+                           mechanism=lambda s: dpsgd_event(0.01, s))
+    assert same == pytest.approx(plain, rel=1e-3)
+
+    def event(s):
+        return SanitizerConfig(max_grad_norm=1.0, noise_multiplier=s, batch_size=16, n_shards=20).event()
+
+    sigma = calibrate_noise(target_epsilon=1.0, delta=1e-5, sample_rate=1.0, steps=200, accountant="rdp",
+                            rtol=0.01, mechanism=event)
+    assert epsilon_of([(event(sigma), 200)], 1e-5, accountant="rdp") <= 1.0
+    assert epsilon_of([(event(sigma * 0.97), 200)], 1e-5, accountant="rdp") > 1.0
+    with pytest.raises(InputError):
+        calibrate_noise(target_epsilon=1.0, delta=1e-5, sample_rate=1.0, weights=[(1.0, 3)], mechanism=event)
