@@ -5,7 +5,7 @@ partition-selection thresholds) but the noise draws return zeros:
 
 - ``dpsynth.privacy.mechanisms.gaussian_counts``: the DP counts of metadata discovery, private dtypes and the
   marginals / histogram queries (partition selection draws through it too);
-- ``dpsynth.privacy.dpsgd._gaussian_noise``: the noise added to DP-SGD's clipped sums.
+- ``dpsynth.privacy.dpsgd.gaussian_noise``: the noise added to DP-SGD's clipped sums.
 
 The ledger still claims its epsilon, so an audit with power must answer ``exceeds``; one that answers
 ``consistent`` here could not catch a forgotten noise term. Test-only: it lives in tests/, not in the library, so no
@@ -37,7 +37,7 @@ def _no_noise(shape, std, generator):
 @contextmanager
 def noise_off():
     """Zero every Gaussian noise draw of dpsynth's mechanisms while keeping their events in the ledgers."""
-    originals = {mechanisms.gaussian_counts: _exact_counts, dpsgd._gaussian_noise: _no_noise}
+    originals = {mechanisms.gaussian_counts: _exact_counts, dpsgd.gaussian_noise: _no_noise}
     _swap(originals)
     try:
         yield

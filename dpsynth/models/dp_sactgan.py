@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from dpsynth.models import register
-from dpsynth.models.dtgan import DTGANGenerator, _as_tuple
+from dpsynth.models.dtgan import DTGANGenerator, layer_sizes
 from dpsynth.models.networks.ctgan import AttentionCritic, AttentionGenerator
 
 __all__ = ["DPSACTGAN"]
@@ -87,7 +87,7 @@ class DPSACTGAN(DTGANGenerator):
         self.attention_dim = attention_dim
         self.attention_heads = attention_heads
         self.attention_layers = attention_layers
-        self.classifier_hidden = _as_tuple(classifier_hidden)
+        self.classifier_hidden = layer_sizes(classifier_hidden)
         self.n_shards = n_shards
         self.generator_steps = generator_steps
         self.batch_size = batch_size

@@ -224,9 +224,9 @@ class DTGANDiscriminator(_ConditionalGAN):
         self.numeric = numeric
         self.max_modes = max_modes
         self.noise_dim = noise_dim
-        self.generator_hidden = _as_tuple(generator_hidden)
-        self.critic_hidden = _as_tuple(critic_hidden)
-        self.classifier_hidden = _as_tuple(classifier_hidden)
+        self.generator_hidden = layer_sizes(generator_hidden)
+        self.critic_hidden = layer_sizes(critic_hidden)
+        self.classifier_hidden = layer_sizes(classifier_hidden)
         self.gan_epochs = gan_epochs
         self.gan_batch_size = gan_batch_size
         self.critic_iters = critic_iters
@@ -371,9 +371,9 @@ class DTGANGenerator(_ConditionalGAN):
         self.numeric = numeric
         self.max_modes = max_modes
         self.noise_dim = noise_dim
-        self.generator_hidden = _as_tuple(generator_hidden)
-        self.critic_hidden = _as_tuple(critic_hidden)
-        self.classifier_hidden = _as_tuple(classifier_hidden)
+        self.generator_hidden = layer_sizes(generator_hidden)
+        self.critic_hidden = layer_sizes(critic_hidden)
+        self.classifier_hidden = layer_sizes(classifier_hidden)
         self.n_shards = n_shards
         self.generator_steps = generator_steps
         self.batch_size = batch_size
@@ -479,6 +479,6 @@ class _NoSanitizer:
         return None
 
 
-def _as_tuple(value: Any) -> Any:
+def layer_sizes(value: Any) -> Any:
     """Layer sizes as a tuple (a list from JSON or the CLI is accepted); anything else is left for check_params."""
     return tuple(value) if isinstance(value, (list, tuple)) else value

@@ -111,7 +111,7 @@ def validate_module(module: nn.Module) -> None:
         )
 
 
-def _gaussian_noise(shape: torch.Size, std: float, generator: torch.Generator) -> torch.Tensor:
+def gaussian_noise(shape: torch.Size, std: float, generator: torch.Generator) -> torch.Tensor:
     return torch.normal(0.0, std, size=shape, generator=generator)
 
 
@@ -309,7 +309,7 @@ class DPSGD:
         out = {}
         for n, g in total.items():
             if not self.non_private:
-                g = g + _gaussian_noise(g.shape, self.config.noise_std, self.generator)
+                g = g + gaussian_noise(g.shape, self.config.noise_std, self.generator)
             out[n] = g.div_(divisor)
         return out
 

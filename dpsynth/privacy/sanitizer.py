@@ -36,7 +36,7 @@ import torch
 from dp_accounting import dp_event
 
 from dpsynth.errors import InputError, PrivacyError
-from dpsynth.privacy.dpsgd import _gaussian_noise  # the one noise draw of DP-SGD and the sanitizer (tests swap it)
+from dpsynth.privacy.dpsgd import gaussian_noise  # the one noise draw of DP-SGD and the sanitizer (tests swap it)
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.per_example import clip_factors, zero_rows
 
@@ -177,7 +177,7 @@ class GradientSanitizer:
         finite = torch.isfinite(norms)  # a non-finite row contributes 0 (norm <= C), never NaN (see per_example.py)
         factors = torch.where(finite, clip_factors(norms, self.max_grad_norm), torch.zeros_like(norms))
         clipped = zero_rows(rows, ~finite) * factors.unsqueeze(1)
-        noise = _gaussian_noise(clipped.shape, self.noise_std, self.generator)
+        noise = gaussian_noise(clipped.shape, self.noise_std, self.generator)
         return (clipped + noise).reshape(grad.shape).to(grad.dtype)
 
     def attach(self, tensor: torch.Tensor) -> torch.utils.hooks.RemovableHandle:

@@ -53,7 +53,7 @@ def test_audit_lower_bound_below_ledger_epsilon_for_correct_dpsgd():
 
 def test_audit_fails_when_noise_is_switched_off(monkeypatch):
     """The ledger still claims the same DP; the forgotten noise term makes eps_LB far exceed it."""
-    monkeypatch.setattr(dpsgd_mod, "_gaussian_noise", lambda shape, std, gen: torch.zeros(shape))
+    monkeypatch.setattr(dpsgd_mod, "gaussian_noise", lambda shape, std, gen: torch.zeros(shape))
     ledger = PrivacyLedger(target_epsilon=10.0, target_delta=1e-5, accountant="rdp")
     res = audit_dpsgd(CONFIG, ledger=ledger, m=1000, steps=50, k=250, seed=0)
     claimed = ledger.epsilon()

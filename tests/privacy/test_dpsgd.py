@@ -41,7 +41,7 @@ def _linear(d_in=400, d_out=5):
 
 @pytest.fixture
 def no_noise(monkeypatch):
-    monkeypatch.setattr(dpsgd_mod, "_gaussian_noise", lambda shape, std, gen: torch.zeros(shape))
+    monkeypatch.setattr(dpsgd_mod, "gaussian_noise", lambda shape, std, gen: torch.zeros(shape))
 
 
 # ------------------------------------------------------------------ config
