@@ -10,8 +10,10 @@ categorical spans of the table transformer):
   the accounted sampler (seed 002's code accounts it as q = B / N, which it is not), so it is not done here.
 - **The generator's own conditions** (its training steps and sampling) come from
   :class:`~dpsynth.data.transformers.ConditionSampler`: span uniform, slot in proportion to the DP category counts
-  of the metadata phase — the same law as the real rows' conditions up to DP noise (not CTGAN's log-frequency,
-  which the real side does not follow here). Post-processing.
+  of the metadata phase — the same law as the real rows' conditions up to DP noise. ``log_frequency=True`` trains
+  the generator with CTGAN's law instead (slot in proportion to log(1 + count)): rare categories are practised
+  more often, at the price of conditions the discriminator has seen less; sampling always uses the plain law.
+  Either way post-processing (a function of the DP counts and public randomness).
 
 Discriminator phase (DP-SGD, :class:`~dpsynth.models.phase.DPPhase`): the per-example unit of real row i is its
 whole contribution to the WGAN-GP loss,
@@ -189,7 +191,7 @@ def train_conditional_wgan(gen_net: nn.Module, critic: nn.Module, x: torch.Tenso
 
     def generator_step() -> None:  # post-processing: public conditions, DP critic and classifier
         gen_net.train()
-        cond, cond_batch = conditions.public(batch, generator)
+        cond, cond_batch = conditions.public(batch, generator, plain=not params.get("log_frequency", False))
         fake, raw = fake_rows(cond)
         loss = -critic(torch.cat([fake, cond], dim=1)).mean() + conditions.loss(raw, cond_batch)
         if classifier is not None and class_weight > 0:
@@ -261,7 +263,7 @@ def train_sanitized_generator(gen_net: nn.Module, critics: list[nn.Module], x: t
                 opt.step()
             critic.requires_grad_(False)
             gen_net.train()
-            cond, cond_batch = conditions.public(batch, generator)
+            cond, cond_batch = conditions.public(batch, generator, plain=not params.get("log_frequency", False))
             raw = gen_net(torch.randn(batch, noise_dim, generator=generator), cond)
             fake = activate(raw, spans, gumbel_tau=tau, generator=generator)
             seen = fake * 1.0  # the discriminator's path only: its gradient is sanitized row by row

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from dpsynth.models import register
-from dpsynth.models.dtgan import DTGANGenerator, layer_sizes
+from dpsynth.models.dtgan import DTGANGenerator
 from dpsynth.models.networks.ctgan import AttentionCritic, AttentionGenerator
 
 __all__ = ["DPSACTGAN"]
@@ -79,31 +79,10 @@ class DPSACTGAN(DTGANGenerator):
         classifier_learning_rate: float = 0.005,
         classifier_max_grad_norm: float = 1.0,
         classifier_weight: float = 1.0,
+        log_frequency: bool = False,
         match_marginals: bool = True,
     ):
-        self.numeric = numeric
-        self.max_modes = max_modes
-        self.noise_dim = noise_dim
-        self.attention_dim = attention_dim
-        self.attention_heads = attention_heads
-        self.attention_layers = attention_layers
-        self.classifier_hidden = layer_sizes(classifier_hidden)
-        self.n_shards = n_shards
-        self.generator_steps = generator_steps
-        self.batch_size = batch_size
-        self.critic_iters = critic_iters
-        self.critic_learning_rate = critic_learning_rate
-        self.generator_learning_rate = generator_learning_rate
-        self.generator_max_grad_norm = generator_max_grad_norm
-        self.gp_weight = gp_weight
-        self.gumbel_tau = gumbel_tau
-        self.classifier_share = classifier_share
-        self.classifier_epochs = classifier_epochs
-        self.classifier_batch_size = classifier_batch_size
-        self.classifier_learning_rate = classifier_learning_rate
-        self.classifier_max_grad_norm = classifier_max_grad_norm
-        self.classifier_weight = classifier_weight
-        self.match_marginals = match_marginals
+        self._keep(locals())
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -79,6 +79,21 @@ class _ConditionalGAN(Synthesizer):
     numeric: str
     max_modes: int
     match_marginals: bool
+    classifier_share: float
+
+    def _keep(self, params: dict[str, Any]) -> None:
+        """Store the ``__init__`` arguments as attributes (layer lists as tuples), scikit-learn's convention."""
+        for name, value in params.items():
+            if name not in ("self", "__class__"):
+                setattr(self, name, layer_sizes(value) if name.endswith("_hidden") else value)
+
+    def _check_params(self) -> None:
+        from dpsynth.data.transformers.numeric import NUMERIC_METHODS
+
+        if self.numeric not in NUMERIC_METHODS:
+            raise InputError(f"numeric must be one of {', '.join(NUMERIC_METHODS)}. Found {self.numeric!r}.")
+        if not 0.0 <= self.classifier_share < 1.0:
+            raise InputError(f"classifier_share must be in [0, 1). Found {self.classifier_share}.")
 
     def _spans(self) -> list[tuple[int, int, str]]:
         return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]
@@ -184,6 +199,7 @@ class DTGANDiscriminator(_ConditionalGAN):
     ``classifier_epochs``, ``classifier_batch_size``, ``classifier_learning_rate``, ``classifier_max_grad_norm``, and
     the generator's ``classifier_weight``. ``numeric``: the transformer's numeric encoding (``"mode_specific"``,
     CTAB-GAN+'s; ``max_modes`` components). ``calibration_accountant`` only picks how sigma is calibrated.
+    ``log_frequency``: the generator trains on CTGAN's log-frequency conditions (see :mod:`._conditional_gan`).
     """
 
     name = "dtgan-d"
@@ -219,43 +235,17 @@ class DTGANDiscriminator(_ConditionalGAN):
         classifier_max_grad_norm: float = 1.0,
         classifier_weight: float = 1.0,
         calibration_accountant: str = "pld",
+        log_frequency: bool = False,
         match_marginals: bool = True,
     ):
-        self.numeric = numeric
-        self.max_modes = max_modes
-        self.noise_dim = noise_dim
-        self.generator_hidden = layer_sizes(generator_hidden)
-        self.critic_hidden = layer_sizes(critic_hidden)
-        self.classifier_hidden = layer_sizes(classifier_hidden)
-        self.gan_epochs = gan_epochs
-        self.gan_batch_size = gan_batch_size
-        self.critic_iters = critic_iters
-        self.critic_learning_rate = critic_learning_rate
-        self.generator_learning_rate = generator_learning_rate
-        self.gan_max_grad_norm = gan_max_grad_norm
-        self.gp_weight = gp_weight
-        self.gumbel_tau = gumbel_tau
-        self.classifier_share = classifier_share
-        self.classifier_epochs = classifier_epochs
-        self.classifier_batch_size = classifier_batch_size
-        self.classifier_learning_rate = classifier_learning_rate
-        self.classifier_max_grad_norm = classifier_max_grad_norm
-        self.classifier_weight = classifier_weight
-        self.calibration_accountant = calibration_accountant
-        self.match_marginals = match_marginals
+        self._keep(locals())
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
-        from dpsynth.data.transformers.numeric import NUMERIC_METHODS
-
-        if self.numeric not in NUMERIC_METHODS:
-            raise InputError(f"numeric must be one of {', '.join(NUMERIC_METHODS)}. Found {self.numeric!r}.")
+        super()._check_params()
         if self.calibration_accountant not in ("pld", "rdp"):
             raise InputError(f"calibration_accountant must be 'pld' or 'rdp'. Found {self.calibration_accountant!r}.")
-        if not 0.0 <= self.classifier_share < 1.0:
-            raise InputError(f"classifier_share must be in [0, 1). Found {self.classifier_share}.")
 
-    # ------------------------------------------------------------------ networks
     # ------------------------------------------------------------------ fit
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
         self._check_params()
@@ -331,7 +321,7 @@ class DTGANGenerator(_ConditionalGAN):
     Hyper-parameters: ``n_shards``, ``generator_steps``, ``batch_size`` (B, the rows of a generator step and of a
     discriminator step), ``critic_iters`` discriminator steps on the drawn shard per generator step, Adam (0.5, 0.9)
     learning rates, clipping norm ``generator_max_grad_norm`` (C), ``gp_weight``, ``gumbel_tau``; the classifier
-    phase and the networks as in ``dtgan-d``.
+    phase, the networks and ``log_frequency`` as in ``dtgan-d``.
     """
 
     name = "dtgan-g"
@@ -366,38 +356,10 @@ class DTGANGenerator(_ConditionalGAN):
         classifier_learning_rate: float = 0.005,
         classifier_max_grad_norm: float = 1.0,
         classifier_weight: float = 1.0,
+        log_frequency: bool = False,
         match_marginals: bool = True,
     ):
-        self.numeric = numeric
-        self.max_modes = max_modes
-        self.noise_dim = noise_dim
-        self.generator_hidden = layer_sizes(generator_hidden)
-        self.critic_hidden = layer_sizes(critic_hidden)
-        self.classifier_hidden = layer_sizes(classifier_hidden)
-        self.n_shards = n_shards
-        self.generator_steps = generator_steps
-        self.batch_size = batch_size
-        self.critic_iters = critic_iters
-        self.critic_learning_rate = critic_learning_rate
-        self.generator_learning_rate = generator_learning_rate
-        self.generator_max_grad_norm = generator_max_grad_norm
-        self.gp_weight = gp_weight
-        self.gumbel_tau = gumbel_tau
-        self.classifier_share = classifier_share
-        self.classifier_epochs = classifier_epochs
-        self.classifier_batch_size = classifier_batch_size
-        self.classifier_learning_rate = classifier_learning_rate
-        self.classifier_max_grad_norm = classifier_max_grad_norm
-        self.classifier_weight = classifier_weight
-        self.match_marginals = match_marginals
-
-    def _check_params(self) -> None:
-        from dpsynth.data.transformers.numeric import NUMERIC_METHODS
-
-        if self.numeric not in NUMERIC_METHODS:
-            raise InputError(f"numeric must be one of {', '.join(NUMERIC_METHODS)}. Found {self.numeric!r}.")
-        if not 0.0 <= self.classifier_share < 1.0:
-            raise InputError(f"classifier_share must be in [0, 1). Found {self.classifier_share}.")
+        self._keep(locals())
 
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
         from dpsynth.privacy.calibration import calibrate_noise
