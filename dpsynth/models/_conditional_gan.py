@@ -220,7 +220,9 @@ def batched_wgan_gp_loss(critic: nn.Module, units: tuple[torch.Tensor, ...], gp_
     real, fake, cond, mixed = units
     mixed = mixed.detach().requires_grad_(True)
     score = critic(torch.cat([mixed, cond], dim=1))
-    slope = torch.autograd.grad(score.sum(), mixed, create_graph=True)[0]
+    # one score per pack under PacGAN (:class:`~dpsynth.models.networks.ctgan.Packed`): the penalty is on the norm of
+    # the gradient with respect to the whole pack, as in PacGAN / CTGAN
+    slope = torch.autograd.grad(score.sum(), mixed, create_graph=True)[0].reshape(len(score), -1)
     penalty = (torch.sqrt((slope**2).sum(dim=1) + 1e-12) - 1.0) ** 2
     return (critic(torch.cat([fake, cond], dim=1)) - critic(torch.cat([real, cond], dim=1))
             + gp_weight * penalty).mean()

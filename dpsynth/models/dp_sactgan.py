@@ -35,7 +35,7 @@ import torch
 
 from dpsynth.models import register
 from dpsynth.models.dtgan import DTGANGenerator
-from dpsynth.models.networks.ctgan import AttentionCritic, AttentionGenerator
+from dpsynth.models.networks.ctgan import AttentionCritic, AttentionGenerator, Packed
 
 __all__ = ["DPSACTGAN"]
 
@@ -67,6 +67,7 @@ class DPSACTGAN(DTGANGenerator):
         n_shards: int = 100,
         generator_steps: int = 1000,
         batch_size: int = 64,
+        pac: int = 1,
         critic_iters: int = 3,
         critic_learning_rate: float = 0.0002,
         generator_learning_rate: float = 0.0002,
@@ -99,6 +100,11 @@ class DPSACTGAN(DTGANGenerator):
         return AttentionGenerator(self.noise_dim, cond_dim, self._blocks(), self.attention_dim, self.attention_heads,
                                   self.attention_layers)
 
-    def _new_critic(self, data_dim: int, cond_dim: int, hidden: Any) -> torch.nn.Module:
-        blocks = self._blocks() + ([(data_dim, data_dim + cond_dim)] if cond_dim else [])
-        return AttentionCritic(blocks, self.attention_dim, self.attention_heads, self.attention_layers)
+    def _new_critic(self, data_dim: int, cond_dim: int, hidden: Any, pac: int = 1) -> torch.nn.Module:
+        """Tokens: each column's block and the condition; under PacGAN, those of every row of the pack (attention
+        then runs across the pack's rows too)."""
+        row = self._blocks() + ([(data_dim, data_dim + cond_dim)] if cond_dim else [])
+        width = data_dim + cond_dim
+        blocks = [(a + k * width, b + k * width) for k in range(pac) for a, b in row]
+        critic = AttentionCritic(blocks, self.attention_dim, self.attention_heads, self.attention_layers)
+        return critic if pac == 1 else Packed(critic, pac)

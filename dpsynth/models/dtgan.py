@@ -24,6 +24,9 @@ Where seed 002 does not hold (and what is done instead):
 - Training-by-sampling (choosing real rows by a sampled condition) is replaced by reading the condition off the
   Poisson-sampled row; the information loss is not used (it reads real-row feature statistics outside any
   mechanism).
+- No PacGAN packing here (``dtgan-g`` and ``dp-sactgan`` have ``pac``): a pack of real rows would be one clipped
+  unit, and which rows share a pack depends on the whole Poisson sample, so adding one record re-cuts the packs
+  after it and changes many units: the sensitivity would no longer be C.
 
 Privacy guarantees: every access to private rows is a DP-SGD step in ``ledger_`` (phases ``"classifier"``,
 ``"gan"``), calibrated with the ledger so the composed epsilon stays at most the target; sampling rates use the
@@ -54,7 +57,7 @@ from dpsynth.models._conditional_gan import (
 from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
 from dpsynth.models.marginal_map import CategoryWeights
 from dpsynth.models.networks.autoencoder import mlp
-from dpsynth.models.networks.ctgan import ConditionalGenerator
+from dpsynth.models.networks.ctgan import ConditionalGenerator, Packed
 from dpsynth.models.networks.gan import Critic
 from dpsynth.models.phase import DPPhase, budget_summary, choose_width, json_number
 
@@ -108,8 +111,11 @@ class _ConditionalGAN(Synthesizer):
     def _new_generator(self, cond_dim: int, data_dim: int) -> torch.nn.Module:
         return ConditionalGenerator(self.noise_dim, cond_dim, self.generator_hidden, data_dim)
 
-    def _new_critic(self, data_dim: int, cond_dim: int, hidden: tuple[int, ...]) -> torch.nn.Module:
-        return Critic(data_dim + cond_dim, hidden)
+    def _new_critic(self, data_dim: int, cond_dim: int, hidden: tuple[int, ...], pac: int = 1) -> torch.nn.Module:
+        """A critic of ``[row, cond]``; of ``pac`` such rows packed together (PacGAN) when ``pac`` > 1."""
+        if pac == 1:
+            return Critic(data_dim + cond_dim, hidden)
+        return Packed(Critic(pac * (data_dim + cond_dim), hidden), pac)
 
     def _encode(self, frame: pd.DataFrame, rng: np.random.Generator) -> torch.Tensor:
         """Fit the CTAB-GAN+ / CTGAN encoding on the DP metadata (exact statistics only at epsilon = inf) and encode
@@ -321,7 +327,9 @@ class DTGANGenerator(_ConditionalGAN):
     Hyper-parameters: ``n_shards``, ``generator_steps``, ``batch_size`` (B, the rows of a generator step and of a
     discriminator step), ``critic_iters`` discriminator steps on the drawn shard per generator step, Adam (0.5, 0.9)
     learning rates, clipping norm ``generator_max_grad_norm`` (C), ``gp_weight``, ``gumbel_tau``; the classifier
-    phase, the networks and ``log_frequency`` as in ``dtgan-d``.
+    phase, the networks and ``log_frequency`` as in ``dtgan-d``. ``pac`` > 1: PacGAN, each discriminator scores
+    packs of ``pac`` rows (``batch_size`` must be a multiple). The accounting is unchanged: the discriminators are
+    not private anyway, and the sanitizer still clips each generated row's gradient, whatever its pack.
     """
 
     name = "dtgan-g"
@@ -344,6 +352,7 @@ class DTGANGenerator(_ConditionalGAN):
         n_shards: int = 100,
         generator_steps: int = 2000,
         batch_size: int = 64,
+        pac: int = 1,
         critic_iters: int = 5,
         critic_learning_rate: float = 0.0002,
         generator_learning_rate: float = 0.0002,
@@ -360,6 +369,14 @@ class DTGANGenerator(_ConditionalGAN):
         match_marginals: bool = True,
     ):
         self._keep(locals())
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if isinstance(self.pac, bool) or not isinstance(self.pac, int) or self.pac < 1:
+            raise InputError(f"pac must be an integer >= 1. Found {self.pac!r}.")
+        if self.batch_size % self.pac:
+            raise InputError(f"batch_size must be a multiple of pac (PacGAN packs). Found {self.batch_size} and "
+                             f"pac {self.pac}.")
 
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
         from dpsynth.privacy.calibration import calibrate_noise
@@ -379,7 +396,8 @@ class DTGANGenerator(_ConditionalGAN):
         with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
             torch.manual_seed(seed + 1)
             self.generator_ = self._new_generator(conditions.dim, data_dim)
-            critics = [self._new_critic(data_dim, conditions.dim, critic_hidden) for _ in range(self.n_shards)]
+            critics = [self._new_critic(data_dim, conditions.dim, critic_hidden, int(self.pac))
+                       for _ in range(self.n_shards)]
             classifier = mlp(data_dim, classifier_hidden, class_span.width) if use_classifier else None
         n_dp = float(self.metadata_.n_rows)
         spent, target = ledger.epsilon(), ledger.target_epsilon

@@ -236,3 +236,25 @@ def test_dp_sactgan_single_discriminator_is_accounted_at_q_one(small, adult_sche
     sharded = get_model_class("dp-sactgan")(**FAST_S).fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
     assert (one.budget_["phases"]["generator"]["noise_multiplier"]
             > 1.5 * sharded.budget_["phases"]["generator"]["noise_multiplier"])
+
+
+def test_pacgan_packs_the_shard_discriminators(adult_small, adult_schema):
+    """pac = 2: each discriminator scores packs of two rows (input width doubled, one score per pack) for both
+    sanitized-generator models; a batch that is not a multiple of pac is refused up front."""
+    import torch
+
+    from dpsynth.errors import InputError
+    from dpsynth.models import get_model_class
+    from dpsynth.models._conditional_gan import Conditions
+    from dpsynth.models.networks.ctgan import Packed
+
+    for name in ("dtgan-g", "dp-sactgan"):
+        cls = get_model_class(name)
+        model = cls(**{**cls.fast_params, "pac": 2}).fit(adult_small, epsilon=1.0, delta=1e-5, schema=adult_schema,
+                                                         seed=0)
+        assert len(model.sample(50, seed=1)) == 50 and model.ledger_.epsilon() <= 1.0 + 1e-9
+        data_dim, cond_dim = model.transformer_.output_dim, Conditions(model.transformer_).dim
+        critic = model._new_critic(data_dim, cond_dim, (8,), pac=2)
+        assert isinstance(critic, Packed) and critic(torch.zeros(6, data_dim + cond_dim)).shape == (3,)
+        with pytest.raises(InputError, match="multiple of pac"):
+            cls(**{**cls.fast_params, "pac": 3}).fit(adult_small, epsilon=1.0, delta=1e-5, schema=adult_schema)

@@ -3,6 +3,7 @@
 - :class:`ConditionalGenerator`: ``[z, condition]`` -> raw outputs, one block per output span of the table
   transformer (apply :func:`~dpsynth.models.networks.autoencoder.activate` for rows). Hidden layers are CTGAN's
   residual blocks: ``h -> [ReLU(BatchNorm(Linear(h))), h]`` (the block's input is concatenated to its output).
+- :class:`Packed` turns a critic of ``pac`` concatenated rows into PacGAN's discriminator (Lin et al. 2018).
 - The discriminator is :class:`~dpsynth.models.networks.gan.Critic` on ``[row, condition]`` (no batch-dependent
   layer, so it can be evaluated one example at a time for per-example clipping); the auxiliary classifier is an
   :func:`~dpsynth.models.networks.autoencoder.mlp`.
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-__all__ = ["ConditionalGenerator", "AttentionGenerator", "AttentionCritic"]
+__all__ = ["ConditionalGenerator", "AttentionGenerator", "AttentionCritic", "Packed"]
 
 
 class _Residual(nn.Module):
@@ -122,3 +123,15 @@ class AttentionCritic(nn.Module):
         tokens = torch.stack([emb(flat[:, a:b]) for emb, (a, b) in zip(self.embed, self.blocks)], dim=1)
         hidden = self.attention(tokens + self.position)
         return self.out(hidden.mean(dim=1)).reshape(x.shape[:-1])
+
+
+class Packed(nn.Module):
+    """PacGAN (Lin et al. 2018): ``critic`` scores packs of ``pac`` consecutive rows, ``(B, w) -> (B / pac,)``;
+    ``critic`` takes inputs of width ``pac * w``. Packs are cut in row order, so B must be a multiple of ``pac``."""
+
+    def __init__(self, critic: nn.Module, pac: int):
+        super().__init__()
+        self.critic, self.pac = critic, int(pac)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(x.reshape(x.shape[0] // self.pac, self.pac * x.shape[1]))
