@@ -158,7 +158,7 @@ class _ConditionalGAN(Synthesizer):
         for start in range(0, n, _SAMPLE_CHUNK):
             rows = self._generate(min(_SAMPLE_CHUNK, n - start), gen)
             if self.category_weights_ is not None:
-                rows = self.category_weights_.apply(rows)
+                rows = self.category_weights_.apply(rows, inplace=True)  # rows: ours
             parts.append(self.transformer_.inverse_transform(rows, rng=rng, softmax="argmax"))
         if not parts:
             return self.transformer_.inverse_transform(np.zeros((0, self.transformer_.output_dim), np.float32))

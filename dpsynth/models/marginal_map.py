@@ -188,13 +188,17 @@ class CategoryWeights:
             weights[i] = _fit_log_weights(block, target, mode, iterations)
         return cls(spans, weights, mode)
 
-    def apply(self, arr: np.ndarray) -> np.ndarray:
-        out = np.array(arr, dtype=np.float64, copy=True)
+    def apply(self, arr: np.ndarray, *, inplace: bool = False) -> np.ndarray:
+        """The reweighted rows, in ``arr``'s float dtype (a copy unless ``inplace``; only the spans are touched)."""
+        out = arr if inplace else np.array(arr, dtype=np.result_type(arr.dtype, np.float32), copy=True)
         for i, (start, end) in self.spans.items():
+            w = self.log_weights[i].astype(out.dtype)
+            block = out[:, start:end]
             if self.mode == "probs":
-                out[:, start:end] = np.clip(out[:, start:end], 0.0, None) * np.exp(self.log_weights[i])
+                np.clip(block, 0.0, None, out=block)
+                block *= np.exp(w)
             else:
-                out[:, start:end] = out[:, start:end] + self.log_weights[i]
+                block += w
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -187,19 +187,15 @@ def audit_dpsgd(
     targets. ``claimed_epsilon`` in the result is the largest of their epsilons.
     """
     from dpsynth.privacy.dpsgd import DPSGD  # local: audit must not make dpsgd import-cyclic
-    from dpsynth.privacy.ledger import PrivacyLedger
 
-    for name, value, low in (("m", m, 2), ("steps", steps, 1), ("runs", runs, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise InputError(f"{name} must be an integer >= {low}. Found {value!r}.")
+    _check_counts(m=(m, 2), steps=(steps, 1), runs=(runs, 1))
     gen = torch.Generator().manual_seed(seed)
     audit = CanaryAudit(m * runs, generator=gen)
     c, sigma, q = float(config.max_grad_norm), float(config.noise_multiplier), float(config.sample_rate)
     scores = torch.zeros(m * runs, dtype=torch.float64)
     claimed = 0.0
     for run in range(runs):
-        run_ledger = ledger if run == 0 else PrivacyLedger(
-            target_epsilon=ledger.target_epsilon, target_delta=ledger.target_delta, accountant=ledger.accountant)
+        run_ledger = _run_ledger(ledger, run)
         included = audit.included[run * m:(run + 1) * m]
         members = torch.nonzero(included).squeeze(1)
         if len(members) == 0:
@@ -225,10 +221,7 @@ def audit_dpsgd(
             run_scores += _log_likelihood_ratio(x, q, 1.0 / sigma)
         scores[run * m:(run + 1) * m] = run_scores
         claimed = max(claimed, run_ledger.epsilon())
-    k = max(10, (m * runs) // 300) if k is None else k
-    res = audit.lower_bound(scores, k_plus=k, k_minus=k, p=p, delta=ledger.delta)
-    return AuditResult(res.eps_lower_bound, res.m, res.guesses, res.correct, p, res.delta,
-                       max_eps_lower_bound=res.max_eps_lower_bound, claimed_epsilon=claimed)
+    return _white_box_result(audit, scores, k=k, p=p, delta=ledger.delta, claimed=claimed)
 
 
 def audit_sanitizer(
@@ -254,12 +247,9 @@ def audit_sanitizer(
 
     The first run is charged to ``ledger`` (phase "audit"); each further run to a fresh ledger with the same
     targets; ``claimed_epsilon`` is the largest of their epsilons."""
-    from dpsynth.privacy.ledger import PrivacyLedger
     from dpsynth.privacy.sanitizer import GradientSanitizer
 
-    for name, value in (("steps", steps), ("runs", runs)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(f"{name} must be an integer >= 1. Found {value!r}.")
+    _check_counts(steps=(steps, 1), runs=(runs, 1))
     b, shards = int(config.batch_size), int(config.n_shards)
     m = b * shards
     gen = torch.Generator().manual_seed(seed)
@@ -269,8 +259,7 @@ def audit_sanitizer(
     claimed = 0.0
     rows = torch.arange(b)
     for run in range(runs):
-        run_ledger = ledger if run == 0 else PrivacyLedger(
-            target_epsilon=ledger.target_epsilon, target_delta=ledger.target_delta, accountant=ledger.accountant)
+        run_ledger = _run_ledger(ledger, run)
         included = audit.included[run * m:(run + 1) * m].reshape(shards, b)
         sanitizer = GradientSanitizer(config, ledger=run_ledger, phase="audit", max_steps=steps, generator=gen)
         run_scores = torch.zeros(m, dtype=torch.float64)
@@ -283,8 +272,30 @@ def audit_sanitizer(
             run_scores += _log_likelihood_ratio(x, 1.0 / shards, 1.0 / (2.0 * sigma))
         scores[run * m:(run + 1) * m] = run_scores
         claimed = max(claimed, run_ledger.epsilon())
-    k = max(10, (m * runs) // 300) if k is None else k
-    res = audit.lower_bound(scores, k_plus=k, k_minus=k, p=p, delta=ledger.delta)
+    return _white_box_result(audit, scores, k=k, p=p, delta=ledger.delta, claimed=claimed)
+
+
+def _check_counts(**lows: tuple[int, int]) -> None:
+    for name, (value, low) in lows.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InputError(f"{name} must be an integer >= {low}. Found {value!r}.")
+
+
+def _run_ledger(ledger, run: int):
+    """The ledger of white-box audit run ``run``: the caller's for the first, a fresh one with its targets after."""
+    from dpsynth.privacy.ledger import PrivacyLedger
+
+    if run == 0:
+        return ledger
+    return PrivacyLedger(target_epsilon=ledger.target_epsilon, target_delta=ledger.target_delta,
+                         accountant=ledger.accountant)
+
+
+def _white_box_result(audit: CanaryAudit, scores: torch.Tensor, *, k: int | None, p: float, delta: float,
+                      claimed: float) -> AuditResult:
+    """Guess "in" for the top k and "out" for the bottom k scores (default k: M / 300, at least 10)."""
+    k = max(10, audit.m // 300) if k is None else k
+    res = audit.lower_bound(scores, k_plus=k, k_minus=k, p=p, delta=delta)
     return AuditResult(res.eps_lower_bound, res.m, res.guesses, res.correct, p, res.delta,
                        max_eps_lower_bound=res.max_eps_lower_bound, claimed_epsilon=claimed)
 
