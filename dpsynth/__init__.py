@@ -33,7 +33,9 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time the names belo
     from dpsynth.models.batch_aim import BatchAIM
     from dpsynth.models.checks import check_synthesizer
     from dpsynth.models.dp_auto_gan import DPAutoGAN
+    from dpsynth.models.dp_sactgan import DPSACTGAN
     from dpsynth.models.dp_tldm import DPTLDM
+    from dpsynth.models.dtgan import DTGANDiscriminator, DTGANGenerator
     from dpsynth.models.marginals import Marginals
     from dpsynth.models.mst import MST
     from dpsynth.privacy.budget import PrivacyBudget
@@ -47,6 +49,9 @@ __all__ = [
     "BatchAIM",
     "DPTLDM",
     "DPAutoGAN",
+    "DTGANDiscriminator",
+    "DTGANGenerator",
+    "DPSACTGAN",
     "PrivacyBudget",
     "Dataset",
     "check_synthesizer",
@@ -84,6 +89,9 @@ _LAZY = {
     "BatchAIM": "dpsynth.models.batch_aim",
     "DPTLDM": "dpsynth.models.dp_tldm",
     "DPAutoGAN": "dpsynth.models.dp_auto_gan",
+    "DTGANDiscriminator": "dpsynth.models.dtgan",
+    "DTGANGenerator": "dpsynth.models.dtgan",
+    "DPSACTGAN": "dpsynth.models.dp_sactgan",
     "PrivacyBudget": "dpsynth.privacy.budget",
     "Dataset": "dpsynth.datasets",
     "check_synthesizer": "dpsynth.models.checks",
