@@ -263,11 +263,14 @@ def run_privacy(dataset: str, model_name: str, seed: int, shadow_params: str, sh
     res = assess_risk(rows, synth, control=control, generator=factory, sensitive=sensitive,
                       attacks=["attribute_linear_regression", "shadow_groundhog"], shadow=shadow, seed=seed,
                       progress=progress)
-    gain = {r.attack: r.metrics["privacy_gain"].value for r in res.results if "privacy_gain" in r.metrics}
+    gain = {r.attack: r.metrics["privacy_gain"] for r in res.results if "privacy_gain" in r.metrics}
+    none = type("NoEstimate", (), {"value": math.nan, "ci": None})()
+    naive, corr, attr = (gain.get(k, none) for k in ("shadow_groundhog_naive", "shadow_groundhog_correlation",
+                                                      "attribute_linear_regression"))
     return {"dataset": dataset, "model": model_name, "seed": seed,
-            "naive": gain.get("shadow_groundhog_naive", math.nan),
-            "correlation": gain.get("shadow_groundhog_correlation", math.nan),
-            "attribute": gain.get("attribute_linear_regression", math.nan),
+            "naive": naive.value, "correlation": corr.value, "attribute": attr.value,
+            "ci": "; ".join(f"{k} [{e.ci[0]:.3f}, {e.ci[1]:.3f}]" for k, e in
+                            (("naive", naive), ("corr", corr), ("attr", attr)) if e.ci is not None),
             "shadow": f"{shadow_params} params, |R| {shadow.reference_size}, {shadow.n_train_sets} / "
                       f"{shadow.n_test_sets} sets of 400 rows, {shadow.n_targets} targets"}
 
@@ -351,6 +354,8 @@ def print_privacy(rows: list[dict]) -> None:
         print(f"{r['dataset']:>8} {r['model']:>12} | {_f(r['naive']):>6} {_f(r['correlation']):>6} "
               f"{_f(r['attribute'], 4):>7} || {'':5} {_f(paper[0]):>6} {_f(paper[1]):>6} {_f(paper[2], 4):>7} | "
               f"{r['shadow']}")
+        if r.get("ci"):
+            print(f"{'':>22}   95% intervals: {r['ci']}")
 
 
 def _parse_value(v: str):

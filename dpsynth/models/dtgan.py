@@ -332,6 +332,9 @@ class DTGANGenerator(_ConditionalGAN):
     with 100 shards (the default): noise std 82 on each coordinate of each row's gradient against a clipped norm
     of 1. That is why GS-WGAN uses ~1,000 discriminators and why seed 002 finds DTGAN_G behind DTGAN_D.
 
+    ``epsilon=inf`` (the papers' non-private reference): one discriminator on all rows, no sanitizer noise; shards
+    would only starve the discriminators (``budget_`` records the ``n_shards`` used).
+
     Hyper-parameters: ``n_shards``, ``generator_steps``, ``batch_size`` (B, the rows of a generator step and of a
     discriminator step), ``critic_iters`` discriminator steps on the drawn shard per generator step, Adam (0.5, 0.9)
     learning rates, clipping norm ``generator_max_grad_norm`` (C), ``gp_weight``, ``gumbel_tau``; the classifier
@@ -401,11 +404,14 @@ class DTGANGenerator(_ConditionalGAN):
         gen = torch.Generator().manual_seed(seed)
         data_dim = x.shape[1]
         critic_hidden, classifier_hidden = self._widths(data_dim)
+        # shards exist for privacy amplification only: without DP they would just starve each discriminator of
+        # rows and steps, so the non-private reference (the papers' TGAN / CTAB-GAN+) has one discriminator
+        n_shards = 1 if ledger.non_private else int(self.n_shards)
         with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
             torch.manual_seed(seed + 1)
             self.generator_ = self._new_generator(conditions.dim, data_dim)
             critics = [self._new_critic(data_dim, conditions.dim, critic_hidden, int(self.pac))
-                       for _ in range(self.n_shards)]
+                       for _ in range(n_shards)]
             classifier = mlp(data_dim, classifier_hidden, class_span.width) if use_classifier else None
         n_dp = float(self.metadata_.n_rows)
         spent, target = ledger.epsilon(), ledger.target_epsilon
@@ -428,7 +434,7 @@ class DTGANGenerator(_ConditionalGAN):
 
         if ledger.non_private:
             sigma = 0.0
-            sanitizer = _NoSanitizer(self.generator_steps, self.batch_size, self.n_shards, gen)
+            sanitizer = _NoSanitizer(self.generator_steps, self.batch_size, n_shards, gen)
         else:
             # calibrated in the step's own multiplier sigma / sqrt(B) (of order 1-10: a short bracket search; each
             # evaluation of the replace-one RDP curve costs about a second)
@@ -438,14 +444,14 @@ class DTGANGenerator(_ConditionalGAN):
                                              rtol=CALIBRATION_RTOL, mechanism=lambda m: config(m * root_b).event())
             sanitizer = GradientSanitizer(config(sigma), ledger=ledger, phase="generator",
                                           max_steps=int(self.generator_steps), generator=gen)
-        shard = GradientSanitizer.shard_assignment(len(x), int(self.n_shards), gen)
+        shard = GradientSanitizer.shard_assignment(len(x), n_shards, gen)
         done = train_sanitized_generator(self.generator_, critics, x, shard, conditions=conditions,
                                          spans=self._spans(), sanitizer=sanitizer, params=self.get_params(),
                                          generator=gen, progress=progress, label=self.name, classifier=classifier,
                                          class_span=class_span)
         settings = {"noise_multiplier": sigma, "effective_noise_multiplier": sigma / math.sqrt(self.batch_size),
                     "max_grad_norm": float(self.generator_max_grad_norm), "batch_size": int(self.batch_size),
-                    "n_shards": int(self.n_shards), "sample_rate": 1.0 / int(self.n_shards),
+                    "n_shards": n_shards, "sample_rate": 1.0 / n_shards,
                     "steps": int(self.generator_steps), **done, "epsilon_after": json_number(ledger.epsilon())}
         phases.append(("generator", settings))
         self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=phases, shares=shares)

@@ -17,7 +17,7 @@ from dpsynth.data.transformers import TableTransformer
 from dpsynth.errors import InputError
 from dpsynth.models import get_model_class
 from dpsynth.models._conditional_gan import Conditions, discriminator_units, slerp, target_span, unit_loss
-from dpsynth.models.dtgan import DTGANDiscriminator
+from dpsynth.models.dtgan import DTGANDiscriminator, DTGANGenerator
 from dpsynth.models.networks.ctgan import ConditionalGenerator
 from dpsynth.models.networks.gan import Critic
 from dpsynth.privacy.per_example import per_example_grads
@@ -142,6 +142,17 @@ def test_non_private_mode_trains_without_noise(small, adult_schema):
     model = DTGANDiscriminator(**FAST).fit(small, epsilon=math.inf, delta=1e-5, schema=adult_schema, seed=0)
     assert math.isinf(model.epsilon_)
     assert len(model.sample(50, seed=0)) == 50
+
+
+def test_non_private_sanitized_models_use_one_discriminator(small, adult_schema):
+    """The papers' non-private references: no sanitizer noise and one discriminator on all rows (shards only
+    amplify privacy); the DP fit keeps its shards."""
+    fast = DTGANGenerator.fast_params
+    ref = DTGANGenerator(**fast).fit(small, epsilon=math.inf, delta=1e-5, schema=adult_schema, seed=0)
+    dp = DTGANGenerator(**fast).fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    assert ref.budget_["phases"]["generator"]["n_shards"] == 1
+    assert ref.budget_["phases"]["generator"]["noise_multiplier"] == 0.0
+    assert dp.budget_["phases"]["generator"]["n_shards"] == fast["n_shards"] > 1
 
 
 @pytest.mark.parametrize("bad", [{"numeric": "log"}, {"classifier_share": 1.0}, {"calibration_accountant": "x"},
