@@ -14,7 +14,8 @@ Printed per (dataset, model, epsilon), mean over ``--seeds``:
 
 - seed 002 Table 3, *ML utility*: decision tree, random forest, logistic regression and MLP (scikit-learn
   defaults; logistic regression with 1,000 iterations so it converges), features min-max scaled and one-hot, each
-  trained on the real training split and on as many synthetic rows, tested on the real test split; the differences
+  trained on the real training split and on the synthetic rows (the DP row count: never the exact size of the
+  private split), tested on the real test split; the differences
   real - synthetic of accuracy (in %), F1, ROC AUC and average precision (APR), averaged over the four classifiers;
 - seed 002 Table 4 / seed 000 Tables 3-4, *statistical similarity*: Avg-JSD (Jensen-Shannon *distance*, base 2, of
   each categorical column's frequencies, as in the CTAB-GAN evaluation code both seeds use), Avg-WD (1-Wasserstein
@@ -227,7 +228,7 @@ def run_one(dataset: str, model_name: str, epsilon: float, seed: int, params: di
     model.fit(train, epsilon=epsilon, delta=1e-5, schema=schema, seed=seed, progress=progress)
     fit_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    synth = model.sample(len(train), seed=seed + 1000)  # as many rows as the training split, as both seeds do
+    synth = model.sample(seed=seed + 1000)  # the DP row count (about the training split's size, as both seeds)
     row = {"dataset": dataset, "model": model_name, "epsilon": epsilon, "seed": seed, "fit_s": fit_s,
            "sample_s": time.perf_counter() - t0, "ledger_eps": model.ledger_.epsilon()}
     row.update(similarity(train, synth, kinds))
@@ -263,7 +264,7 @@ def run_privacy(dataset: str, model_name: str, seed: int, shadow_params: str, sh
     rows = train.iloc[rng.choice(len(train), size=min(4900, len(train)), replace=False)].reset_index(drop=True)
     control = test.iloc[rng.choice(len(test), size=min(100, len(test)), replace=False)].reset_index(drop=True)
     model = cls().fit(rows, epsilon=1.0, delta=1e-5, schema=schema, seed=seed, progress=progress)
-    synth = model.sample(len(rows), seed=seed + 1)
+    synth = model.sample(seed=seed + 1)  # the DP row count, never len(rows)
     shadow = ShadowConfig(reference_size=min(4000, len(rows) - 10), synthetic_size=400, n_train_sets=shadow_sets,
                           n_test_sets=max(2, shadow_sets // 4), n_targets=2, n_repetitions=1,
                           sets_per_fit=max(1, shadow_sets // 8))
@@ -366,17 +367,9 @@ def print_privacy(rows: list[dict]) -> None:
             print(f"{'':>22}   95% intervals: {r['ci']}")
 
 
-def _parse_value(v: str):
-    for cast in (int, float):
-        try:
-            return cast(v)
-        except ValueError:
-            pass
-    return {"true": True, "false": False, "none": None}.get(v.lower(), v)
-
-
 def main(argv: list[str] | None = None) -> None:
     import torch
+    from adult_quality import _parse_value  # this folder is on sys.path when run as a script
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default=",".join(MODELS))
