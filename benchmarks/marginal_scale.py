@@ -1,5 +1,6 @@
 """Cost of the select-measure-generate models against the number of rows (issue 18): Adult's train split replicated
-(32,561 x k rows, public schema, epsilon 1), each fit in a fresh process so that its peak memory is its own.
+(32,561 x k rows, epsilon 1; the public schema, or ``--schema dp``: DP discovery, in the engine for a file), each
+fit in a fresh process so that its peak memory is its own.
 
 Prints one row per (model, source, rows): fit seconds, peak resident memory of the process, and the ledger epsilon.
 Sources: ``numpy`` and ``duckdb`` fit a pandas frame (read from the Parquet file in the child, so the frame is in
@@ -8,6 +9,7 @@ model, which counts where the rows live (the rows never enter the Python process
 process, not in the peak shown).
 
     python benchmarks/marginal_scale.py --models mst,aim --rows 1,10,100 --sources numpy,duckdb-file
+    python benchmarks/marginal_scale.py --models mst --schema dp --sources numpy,duckdb-file
 
 Measured 2026-11-25 on 2 CPU cores: see the README ("Select-measure-generate", scale).
 """
@@ -27,8 +29,8 @@ warnings.simplefilter("ignore")
 import pandas as pd
 from dpsynth import datasets
 from dpsynth.models import get_model_class
-model, source, path = sys.argv[1], sys.argv[2], sys.argv[3]
-schema = datasets.schema("adult")
+model, source, path, schema = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+schema = datasets.schema("adult") if schema == "public" else None
 backend = source.split("-")[0]
 t = time.perf_counter()
 data = path if source.endswith("-file") else pd.read_parquet(path)
@@ -46,12 +48,15 @@ def main() -> None:
     parser.add_argument("--rows", default="1,10,100", help="replication factors of Adult's 32,561 rows")
     parser.add_argument("--sources", default="numpy,duckdb-file",
                         help="numpy, duckdb (a pandas frame counted there), duckdb-file, spark-file (a path)")
+    parser.add_argument("--schema", default="public", choices=["public", "dp"],
+                        help="Adult's public schema, or none (DP discovery: in the engine for a *-file source)")
     args = parser.parse_args()
     import pandas as pd
 
     from dpsynth import datasets
 
     train = datasets.load("adult").train
+    print(f"schema: {args.schema}")
     print(f"{'model':9s} {'source':11s} {'rows (DP)':>10s} {'fit_s':>8s} {'peak_mb':>8s} {'epsilon':>8s}")
     with tempfile.TemporaryDirectory() as folder:
         files = {}
@@ -61,8 +66,8 @@ def main() -> None:
         for model in args.models.split(","):
             for source in args.sources.split(","):
                 for k, path in files.items():
-                    run = subprocess.run([sys.executable, "-c", _CHILD, model, source, str(path)], capture_output=True,
-                                         text=True)
+                    run = subprocess.run([sys.executable, "-c", _CHILD, model, source, str(path), args.schema],
+                                         capture_output=True, text=True)
                     if run.returncode != 0:
                         print(f"{model:9s} {source:11s} x{k:>9s} failed: {run.stderr.strip().splitlines()[-1]}")
                         continue

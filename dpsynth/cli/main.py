@@ -304,7 +304,7 @@ def _cmd_fit(args) -> int:
                          f"{args.model}.")
     schema = Schema.load(args.schema) if args.schema else None
     dtypes = args.dtypes or _default_dtypes(args.data)
-    if _counted_in_engine(args, model_cls, schema):
+    if _counted_in_engine(args, model_cls, schema, dtypes):
         # the file goes to DuckDB / Spark as it is: its rows never enter this process (flat memory)
         train, bundled_schema = args.data, None
     else:
@@ -318,11 +318,10 @@ def _cmd_fit(args) -> int:
         params["backend"] = args.backend
     share = args.metadata_share if args.metadata_share is not None else model_cls.default_metadata_share
     if schema is None and not math.isinf(args.epsilon) and not args.quiet and 0 < share < 1:
-        from dpsynth.data.discovery import plan_discovery
-
-        # the pre-flight estimate: public facts only (budget, share, number of columns), before any query
-        plan = plan_discovery(train, epsilon=args.epsilon, delta=args.delta, share=share, dtypes=dtypes)
-        print(f"dpsynth: {plan.describe()}", file=sys.stderr)
+        # the pre-flight estimate: public facts only (budget, share, number and types of columns), before any query
+        plan = _plan_of(train, args.backend, epsilon=args.epsilon, delta=args.delta, share=share, dtypes=dtypes)
+        if plan is not None:
+            print(f"dpsynth: {plan.describe()}", file=sys.stderr)
     model = _fit_model(args.model, train, epsilon=args.epsilon, delta=args.delta, schema=schema,
                        metadata_share=args.metadata_share, params=params, seed=args.seed,
                        progress=not args.quiet, dtypes=dtypes if schema is None else "public")
@@ -332,13 +331,33 @@ def _cmd_fit(args) -> int:
     return 0
 
 
-def _counted_in_engine(args, model_cls, schema) -> bool:
-    """``dpsynth fit FILE --backend duckdb|spark --schema S``: the model reads the file in the engine (a file, not
-    a bundled dataset; Parquet or CSV with the default separator)."""
+def _counted_in_engine(args, model_cls, schema, dtypes: str) -> bool:
+    """``dpsynth fit FILE --backend duckdb|spark``: the model reads the file in the engine (a file, not a bundled
+    dataset; Parquet, or CSV with the default separator and a ``--schema``: a CSV without one is read by pandas, as
+    text, for DP discovery with private dtypes)."""
     from dpsynth.datasets import REGISTRY
 
-    return (args.backend in ("duckdb", "spark") and schema is not None and model_cls.reads_tables
-            and args.sep is None and args.data not in REGISTRY and Path(args.data).exists())
+    return (args.backend in ("duckdb", "spark") and (schema is not None or dtypes == "public")
+            and model_cls.reads_tables and args.sep is None and args.data not in REGISTRY
+            and Path(args.data).exists())
+
+
+def _plan_of(train, backend, **budget):
+    """The discovery plan of a frame, or of a file counted in DuckDB (its column types, read without a row); None
+    for Spark (a session would start just to print the plan)."""
+    from dpsynth.data.discovery import plan_discovery
+
+    if not isinstance(train, (str, os.PathLike)):  # a pandas frame
+        return plan_discovery(train, **budget)
+    if backend == "spark":
+        return None
+    from dpsynth.marginals.tables import DuckDBTable, SQLColumns
+
+    table = DuckDBTable(train)
+    try:
+        return plan_discovery(SQLColumns(table), **budget)
+    finally:
+        table.close()
 
 
 def _default_dtypes(spec: str) -> str:

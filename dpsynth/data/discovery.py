@@ -226,18 +226,22 @@ class DiscoveryPlan:
         return n_rows >= min(self.category_rows, self.bound_rows)
 
 
-def plan_discovery(data: pd.DataFrame, *, epsilon: float, delta: float, share: float, dtypes: str = "public"
-                   ) -> DiscoveryPlan:
-    """The :class:`DiscoveryPlan` of a DP fit of ``data`` without a schema. Reads the frame's shape and (public
-    dtypes only) its dtypes, never a value: the same plan the fit uses to calibrate its queries."""
-    k = data.shape[1]
+def plan_discovery(data, *, epsilon: float, delta: float, share: float, dtypes: str = "public") -> DiscoveryPlan:
+    """The :class:`DiscoveryPlan` of a DP fit of ``data`` without a schema. ``data``: a pandas frame or a column
+    source (:class:`FrameColumns`; an engine-held table's :class:`~dpsynth.marginals.tables.SQLColumns`). Reads
+    the table's shape and (public dtypes only) its column types, never a value: the same plan the fit uses to
+    calibrate its queries."""
+    source = FrameColumns(data) if isinstance(data, pd.DataFrame) else data
+    types = [source.column_type(name) for name in source.names]
     if dtypes == "private":  # any column may turn out to be text: a profile is planned for each
+        k = len(types)
         n_text, n_selection = k, k
         weights = ((1.0, 2 * k + 1), (W_PROFILE, k))
     else:
-        n_numeric = sum(_is_numeric_or_bool(data[c]) and not pd.api.types.is_bool_dtype(data[c].dtype)
-                        for c in data.columns)
-        n_text = sum(not _is_numeric_or_bool(data[c]) for c in data.columns)
+        types = [t for t in types if t is not None]  # a type no model represents: excluded before any query
+        k = len(types)
+        n_numeric = sum(t in _NUMERIC_TYPES for t in types)
+        n_text = sum(t == "text" for t in types)
         n_selection = max(1, n_text)
         weights = ((1.0, k + n_numeric + 1), (W_PROFILE, n_text))
     weights = tuple((w, c) for w, c in weights if c > 0)
@@ -249,7 +253,7 @@ def plan_discovery(data: pd.DataFrame, *, epsilon: float, delta: float, share: f
     return DiscoveryPlan(k, sum(c for _, c in weights), sigma, threshold, floor, weights)
 
 
-def plan_for_ledger(data: pd.DataFrame, ledger: PrivacyLedger, share: float, dtypes: str) -> DiscoveryPlan | None:
+def plan_for_ledger(data, ledger: PrivacyLedger, share: float, dtypes: str) -> DiscoveryPlan | None:
     """The plan a DP discovery runs on (None in the non-private mode, which adds no noise)."""
     if ledger.non_private:
         return None
@@ -315,9 +319,11 @@ def spend_metadata(ledger: PrivacyLedger, sigma: float, mechanism: str, extra_de
                  sigma=sigma, **params)
 
 
-def noisy_row_count(data: pd.DataFrame, ledger, sigma, rng) -> float:
+def noisy_row_count(data, ledger, sigma, rng) -> float:
+    """The DP row count of a frame, or of a column source (its ``row_count()``)."""
+    n = len(data) if isinstance(data, pd.DataFrame) else data.row_count()
     spend_metadata(ledger, sigma, "row count")
-    return max(1.0, float(gaussian_counts(np.array([len(data)]), sigma=sigma, rng=rng)[0]))
+    return max(1.0, float(gaussian_counts(np.array([n]), sigma=sigma, rng=rng)[0]))
 
 
 def public_grid(col: Column) -> np.ndarray:
@@ -443,23 +449,95 @@ def public_schema_release(n_rows: int, cells: dict[str, np.ndarray], schema: Sch
 
 
 # ---------------------------------------------------------------------------------------------- DP discovery
+_NUMERIC_TYPES = ("integer", "float")
+
+
+class FrameColumns:
+    """What DP discovery reads of a table, for a pandas frame. An SQL engine's table offers the same methods
+    (:class:`dpsynth.marginals.tables.SQLColumns`), so one discovery (:func:`discover`) serves both, and the same
+    counts give the same release.
+
+    ``column_type``, ``nullable`` and ``dtype`` read the frame's dtypes (public structure, never a value). Every
+    other method returns exact counts that discovery adds noise to, each the answer of one query of L2 sensitivity
+    1 under add/remove-one-row (module docstring)."""
+
+    def __init__(self, frame: pd.DataFrame):
+        self.frame = frame
+        self.names = list(frame.columns)
+
+    def row_count(self) -> int:
+        return len(self.frame)
+
+    def column_type(self, name) -> str | None:
+        """"bool", "integer", "float" or "text" (None: a type no model represents; pandas has none: any other
+        dtype is read as text)."""
+        dtype = self.frame[name].dtype
+        if pd.api.types.is_bool_dtype(dtype):
+            return "bool"
+        if pd.api.types.is_integer_dtype(dtype):
+            return "integer"
+        return "float" if pd.api.types.is_numeric_dtype(dtype) else "text"
+
+    def nullable(self, name) -> bool:
+        """Text can always hold a missing value; other columns as their dtype says (NumPy int and bool cannot)."""
+        return self.column_type(name) == "text" or _can_hold_missing(self.frame[name])
+
+    def dtype(self, name) -> str | None:
+        return _dtype(self.frame[name])
+
+    def decade_cells(self, name) -> np.ndarray:
+        """The decade counts of the non-zero numbers (:func:`geometric_grid`), then the count of exact zeros."""
+        values = self.frame[name].to_numpy(dtype=float, na_value=np.nan)
+        if np.isinf(values).any():
+            raise InputError(f"Column '{name}' holds infinite values; replace them or mark them missing.")
+        present = values[~np.isnan(values)]
+        zero = present == 0
+        counts, _, _ = numeric_counts(present[~zero], geometric_grid(), ())
+        return np.append(counts, zero.sum())
+
+    def value_counts(self, name) -> tuple[dict, int]:
+        """({value: rows} of the present values, number of missing cells)."""
+        series = self.frame[name]
+        return series.dropna().value_counts(sort=False).to_dict(), int(series.isna().sum())
+
+    def frequent_mass(self, name, cut: float) -> tuple[float, int]:
+        """(sum over values of max(rows - cut, 0), number of missing cells): the cells of :func:`text_profile`."""
+        counts, missing = self.value_counts(name)
+        return float(np.clip(np.fromiter(counts.values(), float, len(counts)) - cut, 0, None).sum()), missing
+
+    def numeric_cells(self, col: Column, edges) -> np.ndarray:
+        return numeric_cells(self.frame[col.name], col, edges)
+
+    def categorical_cells(self, col: Column) -> np.ndarray:
+        return categorical_cells(self.frame[col.name], col)
+
+
 def _discover(data: pd.DataFrame, ledger: PrivacyLedger, share: float, rng) -> tuple[Schema, DPMetadata]:
-    """Stage 1: row count, numeric bounds, text profiles. Stage 2: one histogram (numeric shape, bool counts, or
-    partition selection) per column still in, at the sigma the remaining budget allows."""
-    plan = plan_for_ledger(data, ledger, share, "public")
+    return discover(FrameColumns(data), ledger, share, rng)
+
+
+def discover(source, ledger: PrivacyLedger, share: float, rng) -> tuple[Schema, DPMetadata]:
+    """DP discovery with public column types, on a :class:`FrameColumns` or an engine's
+    :class:`~dpsynth.marginals.tables.SQLColumns`. Stage 1: row count, numeric bounds, text profiles. Stage 2: one
+    histogram (numeric shape, bool counts, or partition selection) per column still in, at the sigma the remaining
+    budget allows."""
+    plan = plan_for_ledger(source, ledger, share, "public")
     alloc = Allocation(ledger, share, plan)
-    n_rows = noisy_row_count(data, alloc, alloc.sigma(), rng)
+    n_rows = noisy_row_count(source, alloc, alloc.sigma(), rng)
     check_feasible(plan, n_rows)
     pending: dict[str, Column | str] = {}  # column name -> its bounded Column (numeric) or its kind (text, bool)
-    for name in data.columns:
-        series = data[name]
-        if pd.api.types.is_bool_dtype(series.dtype):
+    for name in source.names:
+        kind = source.column_type(name)
+        if kind is None:  # the engine's type (a date, a list, ...): public structure, decided before any query
+            warn_excluded(str(name), "its type is not a number, text or boolean", "cast it to one of these")
+        elif kind == "bool":
             pending[name] = "bool"
-        elif _is_numeric_or_bool(series):
-            col = _numeric_bounds(series, alloc, alloc.sigma(), rng)
+        elif kind in _NUMERIC_TYPES:
+            col = numeric_bounds(source, name, alloc, alloc.sigma(), rng)
             if col is not None:
                 pending[name] = col
-        elif text_profile(series, n_rows, alloc, plan, rng):
+        elif plan is None or profile_counts(str(name), *source.frequent_mass(name, plan.profile_cut), n_rows,
+                                            alloc, plan, rng):
             pending[name] = "text"
     n_text = sum(kind == "text" for kind in pending.values())
     sigma = alloc.stage_two(len(pending))
@@ -467,21 +545,38 @@ def _discover(data: pd.DataFrame, ledger: PrivacyLedger, share: float, rng) -> t
     threshold = selection_threshold(sigma, selection_delta)
     columns, hists = [], {}
     for name, what in pending.items():
-        series = data[name]
         if isinstance(what, Column):
-            col, hist = what, histogram_numeric(series, what, public_grid(what), alloc, sigma, rng)
+            edges = public_grid(what)
+            col, hist = what, noisy_numeric_histogram(source.numeric_cells(what, edges), what, edges, alloc, sigma,
+                                                      rng)
+        elif what == "bool":
+            col = Column(str(name), "binary", nullable=source.nullable(name), categories=(False, True),
+                         dtype=source.dtype(name))
+            hist = noisy_categorical_histogram(source.categorical_cells(col), col, alloc, sigma, rng)
         else:
-            col, hist = discover_categorical(series, n_rows, alloc, sigma, threshold, selection_delta, rng)
+            key_counts, missing = source.value_counts(name)
+            col, hist = select_categories(str(name), key_counts, missing, n_rows, alloc, sigma, threshold,
+                                          selection_delta, rng, nullable=source.nullable(name),
+                                          dtype=source.dtype(name))
         if col is not None:
             columns.append(col)
-            hists[name] = hist
+            hists[col.name] = hist
     if not columns:
         raise InputError("DP discovery found no usable column; declare a schema.")
-    excluded = tuple(name for name in data.columns if name not in hists)
+    excluded = tuple(str(name) for name in source.names if str(name) not in hists)
     return Schema(tuple(columns), provenance="dp", excluded=excluded), DPMetadata(n_rows, hists, sigma=sigma)
 
 
 def text_profile(series: pd.Series, n_rows: float, alloc: Allocation, plan: DiscoveryPlan | None, rng) -> bool:
+    """:func:`profile_counts` of a pandas column."""
+    if plan is None:  # non-private: partition selection releases every value exactly
+        return True
+    mass, missing = FrameColumns(series.to_frame()).frequent_mass(series.name, plan.profile_cut)
+    return profile_counts(str(series.name), mass, missing, n_rows, alloc, plan, rng)
+
+
+def profile_counts(name: str, mass: float, missing: int, n_rows: float, alloc: Allocation, plan: DiscoveryPlan,
+                   rng) -> bool:
     """Stage 1 for a text column: is any value frequent enough to be worth a partition selection?
 
     One Gaussian query (weight ``W_PROFILE``) of two cells: the *frequent mass* ``sum_v max(c_v - t, 0)`` over the
@@ -491,42 +586,44 @@ def text_profile(series: pd.Series, n_rows: float, alloc: Allocation, plan: Disc
     have no frequent mass; their noisy mass stays under ``PROFILE_Z`` noise sds and the column is excluded here,
     before it costs a histogram (its budget goes to the other columns in stage 2). A column with a value at the
     release threshold has a mass of 3/4 of it (about 4 noise sds of a weight-1 query, 2 of this one): kept, mostly."""
-    if plan is None:  # non-private: partition selection releases every value exactly
-        return True
     sigma = alloc.sigma(W_PROFILE)
-    counts = series.dropna().value_counts(sort=False).to_numpy(dtype=float)
-    cells = np.array([np.clip(counts - plan.profile_cut, 0, None).sum(), float(series.isna().sum())])
-    spend_metadata(alloc, sigma, f"profile {series.name}", bins=2, cut=round(plan.profile_cut, 1))
-    mass, missing = gaussian_counts(cells, sigma=sigma, rng=rng)
-    if mass >= PROFILE_Z * sigma:
+    spend_metadata(alloc, sigma, f"profile {name}", bins=2, cut=round(plan.profile_cut, 1))
+    noisy_mass, noisy_missing = gaussian_counts(np.array([mass, float(missing)]), sigma=sigma, rng=rng)
+    if noisy_mass >= PROFILE_Z * sigma:
         return True
-    why = ("(almost) all its values are missing (a DP estimate)" if missing > n_rows - plan.category_rows else
+    why = ("(almost) all its values are missing (a DP estimate)" if noisy_missing > n_rows - plan.category_rows else
            f"no value is frequent enough to release under DP (ID-like or too rare: at this budget a value "
            f"needs about {plan.category_rows:.0f} rows)")
-    warn_excluded(str(series.name), why, "declare its categories in a schema")
+    warn_excluded(name, why, "declare its categories in a schema")
     return False
-
-
-def _is_numeric_or_bool(series: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype)
 
 
 def discover_categorical(series, n_rows, ledger, sigma, threshold, selection_delta, rng, *,
                           nullable: bool | None = None, dtype: str | None = None):
+    """The stage-2 release of a pandas column read as categorical: a bool column's histogram, or
+    :func:`select_categories` of a text column."""
     name = str(series.name)
-    is_bool = pd.api.types.is_bool_dtype(series.dtype)
-    if nullable is None:  # text columns can always hold missing values; bool only as pandas' "boolean"
-        nullable = _can_hold_missing(series) if is_bool else True
-    if is_bool:
+    if pd.api.types.is_bool_dtype(series.dtype):
         # numpy bool cannot hold a missing value; pandas' nullable "boolean" can (nullable from the dtype)
-        col = Column(name, "binary", nullable=nullable, categories=(False, True), dtype=str(series.dtype))
+        col = Column(name, "binary", nullable=_can_hold_missing(series) if nullable is None else nullable,
+                     categories=(False, True), dtype=str(series.dtype))
         return col, histogram_categorical(series, col, ledger, sigma, rng)
-    present = series.dropna()
-    key_counts = present.value_counts(sort=False).to_dict()
+    key_counts, missing = FrameColumns(series.to_frame()).value_counts(series.name)
+    return select_categories(name, key_counts, missing, n_rows, ledger, sigma, threshold, selection_delta, rng,
+                             nullable=True if nullable is None else nullable,
+                             dtype=_dtype(series) if dtype is None else dtype)
+
+
+def select_categories(name: str, key_counts: dict, n_missing: int, n_rows, ledger, sigma, threshold,
+                      selection_delta, rng, *, nullable: bool, dtype: str | None):
+    """Gaussian partition selection of a text column's values, with its missing count: (Column, histogram), or
+    (None, None) when no value is released (warned). ``key_counts``: {value: rows} of the present values."""
     ledger.spend(dp_event.GaussianDpEvent(sigma), phase=PHASE, mechanism=f"partition selection {name}",
                  extra_delta=selection_delta, sensitivity=1.0, sigma=sigma, threshold=threshold)
+    # the values in a fixed order, so each value's noise draw does not depend on row order or on the engine
+    key_counts = dict(sorted(key_counts.items(), key=lambda kv: (str(type(kv[0])), str(kv[0]))))
     kept = gaussian_partition_selection(key_counts, sigma=sigma, threshold=threshold, rng=rng)
-    missing = max(0.0, float(gaussian_counts(np.array([series.isna().sum()]), sigma=sigma, rng=rng)[0]))
+    missing = max(0.0, float(gaussian_counts(np.array([n_missing]), sigma=sigma, rng=rng)[0]))
     if not kept:
         # the reason is read off DP outputs only: the noisy missing count against the DP row count
         why = ("(almost) all its values are missing (a DP estimate)" if missing > n_rows - threshold else
@@ -550,37 +647,37 @@ def discover_categorical(series, n_rows, ledger, sigma, threshold, selection_del
     cats = [c.item() if isinstance(c, np.generic) else c for c in cats]
     kind = "binary" if len(cats) == 2 else "categorical"
     col = Column(name, kind, nullable=nullable, categories=tuple(cats), other=other,
-                 unknown_as_missing=other is None and nullable, dtype=_dtype(series) if dtype is None else dtype)
+                 unknown_as_missing=other is None and nullable, dtype=dtype)
     return col, CategoricalHistogram(tuple(cats), np.clip(np.array(counts, dtype=float), 0, None),
                                      _missing_mass(missing, sigma) if nullable else 0.0)
 
 
 def _numeric_bounds(series: pd.Series, ledger, sigma: float, rng) -> Column | None:
+    """:func:`numeric_bounds` of a pandas column."""
+    return numeric_bounds(FrameColumns(series.to_frame()), series.name, ledger, sigma, rng)
+
+
+def numeric_bounds(source, name, ledger, sigma: float, rng) -> Column | None:
     """Stage 1 for a numeric column: kind and bounds from a noisy decade histogram (None: excluded, warned)."""
-    name = str(series.name)
-    values = series.to_numpy(dtype=float, na_value=np.nan)
-    if np.isinf(values).any():
-        raise InputError(f"Column '{name}' holds infinite values; replace them or mark them missing.")
-    edges = geometric_grid()
-    present = values[~np.isnan(values)]
-    zero = present == 0
-    counts, _, _ = numeric_counts(present[~zero], edges, ())
-    spend_metadata(ledger, sigma, f"DP bounds {name}", bins=len(counts) + 1)
-    noisy = gaussian_counts(np.append(counts, zero.sum()), sigma=sigma, rng=rng)
+    key, name = name, str(name)
+    cells = source.decade_cells(key)
+    spend_metadata(ledger, sigma, f"DP bounds {name}", bins=len(cells))
+    noisy = gaussian_counts(cells, sigma=sigma, rng=rng)
     zero_count = float(noisy[-1]) if noisy[-1] >= noise_floor(sigma, noisy) else 0.0
-    integral = pd.api.types.is_integer_dtype(series.dtype)
+    integral = source.column_type(key) == "integer"
     bins = floored_counts(noisy[:-1], sigma, zero_kept=zero_count > 0, integral=integral)
     if bins.sum() + zero_count <= 0:
         warn_excluded(name, f"too few non-missing values to bound under DP (at this budget a decade of values "
                       f"needs about {noise_floor(sigma, noisy):.0f} rows)", "declare its bounds in a schema")
         return None
+    edges = geometric_grid()
     lower, upper = dp_bounds(bins, zero_count, edges)
     if integral:
         lower, upper = math.floor(lower), math.ceil(upper)
     mixed = bins.sum() > 0 and zero_count >= MIXED_ZERO_SHARE * (bins.sum() + zero_count) and lower <= 0 <= upper
     kind = "mixed" if mixed else ("integer" if integral else "continuous")
-    return Column(name, kind, nullable=_can_hold_missing(series), lower=lower, upper=upper,
-                  special_values=(0.0,) if mixed else (), integer_valued=integral and mixed, dtype=_dtype(series))
+    return Column(name, kind, nullable=source.nullable(key), lower=lower, upper=upper,
+                  special_values=(0.0,) if mixed else (), integer_valued=integral and mixed, dtype=source.dtype(key))
 
 
 def noise_floor(sigma: float, noisy: np.ndarray) -> float:

@@ -36,7 +36,7 @@ from dpsynth.data.schema import Column, Schema
 from dpsynth.errors import DPSynthError, InputError, SchemaError
 
 __all__ = ["SQLTable", "DuckDBTable", "SparkTable", "open_table", "is_table_source", "metadata_cell_sql",
-           "count_metadata_cells", "category_test", "NA_TOKENS", "local_spark_session", "engine_errors"]
+           "count_metadata_cells", "SQLColumns", "category_test", "NA_TOKENS", "local_spark_session", "engine_errors"]
 
 #: pandas.read_csv's default missing-value tokens (besides the empty field)
 NA_TOKENS = ("#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
@@ -84,6 +84,7 @@ class SQLTable:
     double_cast = "CAST"
     names: list[str]
     types: dict[str, str]
+    text_csv: bool  # a CSV file, read as text: its column types say nothing
 
     def quote(self, name: str) -> str:
         return '"' + name.replace('"', '""') + '"'
@@ -93,6 +94,15 @@ class SQLTable:
 
     def code_counts(self, expr: str) -> dict[int, int]:
         """{code: number of rows} of one integer SQL expression over the relation."""
+        raise NotImplementedError
+
+    def value_counts(self, name: str) -> dict:
+        """{value: number of rows} of one column's present (non-NULL) values."""
+        raise NotImplementedError
+
+    def frequent_mass(self, name: str, cut: float) -> float:
+        """sum over the column's present values of max(rows - cut, 0), computed in the engine (an identifier
+        column's millions of values never reach Python)."""
         raise NotImplementedError
 
     def _normalised(self, names: list[str], types: dict[str, str], text_csv: bool) -> list[str]:
@@ -149,6 +159,7 @@ class DuckDBTable(SQLTable):
         self.names = [row[0] for row in described]
         self.types = {row[0]: str(row[1]).split("(")[0].upper() for row in described}
         self.relation = f"(SELECT {', '.join(self._normalised(self.names, self.types, text_csv))} FROM {raw})"
+        self.text_csv = text_csv
 
     def row_count(self) -> int:
         with engine_errors("DuckDB", self.what):
@@ -159,6 +170,20 @@ class DuckDBTable(SQLTable):
             rows = self.con.execute(f"SELECT cell, count(*) FROM (SELECT {expr} AS cell FROM {self.relation}) "
                                     "GROUP BY cell").fetchall()
         return {int(code): int(n) for code, n in rows}
+
+    def value_counts(self, name: str) -> dict:
+        q = self.quote(name)
+        with engine_errors("DuckDB", self.what):
+            rows = self.con.execute(f"SELECT {q}, count(*) FROM {self.relation} WHERE {q} IS NOT NULL "
+                                    f"GROUP BY {q}").fetchall()
+        return {value: int(n) for value, n in rows}
+
+    def frequent_mass(self, name: str, cut: float) -> float:
+        q = self.quote(name)
+        with engine_errors("DuckDB", self.what):
+            mass = self.con.execute(f"SELECT sum(greatest(n - {float(cut)!r}, 0)) FROM (SELECT count(*) AS n FROM "
+                                    f"{self.relation} WHERE {q} IS NOT NULL GROUP BY {q})").fetchone()[0]
+        return float(mass or 0.0)
 
     def close(self) -> None:
         self.con.close()
@@ -197,6 +222,7 @@ class SparkTable(SQLTable):
         self.names = list(frame.columns)
         self.types = {f.name: f.dataType.simpleString().split("(")[0].upper() for f in frame.schema.fields}
         self.frame = frame.selectExpr(*self._normalised(self.names, self.types, text_csv))
+        self.text_csv = text_csv
 
     def quote(self, name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
@@ -209,6 +235,19 @@ class SparkTable(SQLTable):
         with engine_errors("Spark", self.what):
             rows = self.frame.selectExpr(f"{expr} AS cell").groupBy("cell").count().collect()
         return {int(r["cell"]): int(r["count"]) for r in rows}
+
+    def value_counts(self, name: str) -> dict:
+        q = self.quote(name)
+        with engine_errors("Spark", self.what):
+            rows = self.frame.where(f"{q} IS NOT NULL").groupBy(q).count().collect()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def frequent_mass(self, name: str, cut: float) -> float:
+        q = self.quote(name)
+        with engine_errors("Spark", self.what):
+            row = (self.frame.where(f"{q} IS NOT NULL").groupBy(q).count()
+                   .selectExpr(f"sum(greatest(`count` - {float(cut)!r}, 0)) AS mass").collect()[0])
+        return float(row["mass"] or 0.0)
 
 
 def local_spark_session(session_cls):
@@ -316,9 +355,7 @@ def count_metadata_cells(table: SQLTable, schema: Schema) -> tuple[int, dict[str
             raise SchemaError(f"Column '{col.name}' is {col.kind} but holds non-numeric values.")
         if counts.get(_INFINITE):
             raise SchemaError(f"Column '{col.name}' holds infinite values; replace them or mark them missing.")
-        out = np.zeros(size, dtype=np.int64)
-        for code, n in counts.items():
-            out[code] = n
+        out = _cell_array(counts, size)
         missing = out[len(col.categories)] if col.is_discrete else out[size - 3]
         raw_missing = missing if not (col.is_discrete and col.unknown_as_missing) else \
             table.code_counts(f"CASE WHEN {table.quote(col.name)} IS NULL THEN 1 ELSE 0 END").get(1, 0)
@@ -327,3 +364,95 @@ def count_metadata_cells(table: SQLTable, schema: Schema) -> tuple[int, dict[str
                               "it \"nullable\": true.")
         cells[col.name] = out
     return n_rows, cells
+
+
+def _cell_array(counts: dict[int, int], size: int) -> np.ndarray:
+    """The counts of cells 0 .. size - 1 (error cells, negative, are checked by the caller before)."""
+    out = np.zeros(size, dtype=np.int64)
+    for code, n in counts.items():
+        if not 0 <= code < size:
+            raise InputError(f"The engine counted a cell ({code}) outside the query's {size} cells.")
+        out[code] = n
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- DP discovery
+_INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                  "UBIGINT", "INT")
+#: the pandas dtype a discovered column is released with (an SQL column can always hold NULL)
+_RELEASED_DTYPES = {"bool": "boolean", "integer": "Int64", "float": "float64", "text": "str"}
+
+
+class SQLColumns:
+    """What DP discovery reads of an engine-held table: the interface of
+    :class:`dpsynth.data.discovery.FrameColumns`, answered by SQL, so :func:`dpsynth.data.discovery.discover` runs
+    on a Parquet file, a DuckDB-held frame or a Spark DataFrame as it runs on pandas.
+
+    Column types are the engine's (a Parquet file's types are public structure, as a frame's dtypes are): BOOLEAN
+    -> bool, integer types -> integer, FLOAT / DOUBLE / DECIMAL -> float, VARCHAR / STRING -> text; any other type
+    (dates, lists, blobs) is excluded before any query, with a warning. Every column is nullable (SQL) and is
+    released with a nullable pandas dtype. A CSV file has no types (it is read as text, and its kinds would follow
+    from private values): refused here, with what to do instead."""
+
+    def __init__(self, table: SQLTable):
+        if table.text_csv:
+            raise InputError("DP discovery in an SQL engine reads the column types of a Parquet file or a Spark "
+                             "DataFrame; a CSV file has none (its kinds would be read off private values). Give a "
+                             "public schema (--schema), convert the file to Parquet, or fit it with pandas "
+                             "(--backend numpy).")
+        self.table = table
+        self.names = list(table.names)
+
+    def row_count(self) -> int:
+        n = self.table.row_count()
+        if n == 0:
+            raise InputError("The table has no rows.")
+        return n
+
+    def column_type(self, name: str) -> str | None:
+        kind = self.table.types[name]
+        if kind == "BOOLEAN":
+            return "bool"
+        if kind in _INTEGER_TYPES:
+            return "integer"
+        if kind in _FLOATING or kind == "DECIMAL":
+            return "float"
+        return "text" if kind in ("VARCHAR", "STRING") else None
+
+    def nullable(self, name: str) -> bool:
+        return True
+
+    def dtype(self, name: str) -> str | None:
+        return _RELEASED_DTYPES.get(self.column_type(name))
+
+    def decade_cells(self, name: str) -> np.ndarray:
+        """The decade counts of non-zero numbers, then the zeros (as the pandas implementation counts them)."""
+        from dpsynth.data.discovery import geometric_grid
+
+        edges = geometric_grid()
+        k = len(edges) - 1
+        x = f"TRY_CAST({self.table.quote(name)} AS DOUBLE)"
+        parts = [f"WHEN {x} IS NULL OR isnan({x}) THEN -1", f"WHEN abs({x}) = CAST('Infinity' AS DOUBLE) THEN "
+                 f"{_INFINITE}", f"WHEN {x} = 0 THEN {k}"]
+        parts += [f"WHEN {x} >= {float(edges[b])!r} THEN {b}" for b in range(k - 1, 0, -1)]
+        counts = self.table.code_counts("CASE " + " ".join(parts) + " ELSE 0 END")
+        if counts.get(_INFINITE):
+            raise InputError(f"Column '{name}' holds infinite values; replace them or mark them missing.")
+        counts.pop(-1, None)
+        return _cell_array(counts, k + 1)
+
+    def _missing(self, name: str) -> int:
+        return self.table.code_counts(f"CASE WHEN {self.table.quote(name)} IS NULL THEN 1 ELSE 0 END").get(1, 0)
+
+    def value_counts(self, name: str) -> tuple[dict, int]:
+        return self.table.value_counts(name), self._missing(name)
+
+    def frequent_mass(self, name: str, cut: float) -> tuple[float, int]:
+        return self.table.frequent_mass(name, cut), self._missing(name)
+
+    def numeric_cells(self, col: Column, edges) -> np.ndarray:
+        return _cell_array(self.table.code_counts(metadata_cell_sql(self.table, col, edges)),
+                           len(edges) - 1 + len(col.special_values) + 3)
+
+    def categorical_cells(self, col: Column) -> np.ndarray:
+        return _cell_array(self.table.code_counts(metadata_cell_sql(self.table, col)), len(col.categories) + 1)

@@ -147,8 +147,9 @@ class Synthesizer(ABC):
         """Fit on private ``data`` within a privacy budget; see the module docstring.
 
         ``data`` is a pandas DataFrame; models with ``reads_tables`` (``aim``, ``mst``, ``batch-aim`` with
-        ``backend="duckdb"`` or ``"spark"``) also take a Parquet / CSV path or a Spark DataFrame with a public
-        ``schema``, counted by the engine without loading the rows (:mod:`dpsynth.marginals.tables`).
+        ``backend="duckdb"`` or ``"spark"``) also take a Parquet / CSV path or a Spark DataFrame, counted by the
+        engine without loading the rows (:mod:`dpsynth.marginals.tables`); without a public ``schema``, DP discovery
+        runs in the engine from its column types (Parquet or Spark; a CSV file needs a schema).
 
         The budget is a :class:`~dpsynth.privacy.budget.PrivacyBudget` (``fit(df, PrivacyBudget(1.0, 1e-5))``) or
         its fields as keywords (``fit(df, epsilon=1.0, delta=1e-5, metadata_share=0.1)``), not both.
@@ -195,9 +196,10 @@ class Synthesizer(ABC):
             raise InputError(f"Model '{self.name}' fits a pandas DataFrame: read the table first (e.g. "
                              "pd.read_parquet). A file path or a Spark DataFrame is for the models that count "
                              "marginals where the rows live (aim, mst, batch-aim with backend='duckdb' or 'spark').")
-        if in_engine and schema is None:
-            raise InputError("Fitting from a file path or a Spark DataFrame needs a public schema (DP discovery runs "
-                             "on a pandas frame): pass schema=, or read the table with pandas.")
+        if in_engine and schema is None and dtypes == "private":
+            raise InputError("dtypes='private' reads every value as text, which an SQL engine does not: fitting "
+                             "from a file path or a Spark DataFrame discovers the metadata from the engine's column "
+                             "types (dtypes='public'), or takes a public schema.")
         self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta))
         self.fit_info_ = {"metadata_share": float(metadata_share), "seeded": seed is not None,
                           "public_schema": schema is not None, "dtypes": dtypes}
@@ -230,17 +232,20 @@ class Synthesizer(ABC):
 
     def _fit_in_engine(self, source, schema: Schema, share: float, *, rng: np.random.Generator,
                        progress: bool) -> None:
-        """Fit on a table an SQL engine holds (:mod:`dpsynth.marginals.tables`): the metadata phase from the
-        engine's exact counts, released by the same code (and the same draws of ``rng``) as the pandas path, then
-        :meth:`_fit_table`."""
-        from dpsynth.data.discovery import public_schema_release
-        from dpsynth.marginals.tables import count_metadata_cells, open_table
+        """Fit on a table an SQL engine holds (:mod:`dpsynth.marginals.tables`): the metadata phase (the public
+        schema's histograms, or DP discovery without one) from the engine's exact counts, released by the same code
+        (and the same draws of ``rng``) as the pandas path, then :meth:`_fit_table`."""
+        from dpsynth.data.discovery import discover, public_schema_release
+        from dpsynth.marginals.tables import SQLColumns, count_metadata_cells, open_table
 
         table = open_table(source, getattr(self, "backend", ""))
         try:
-            n_rows, cells = count_metadata_cells(table, schema)
-            self.schema_ = schema
-            self.metadata_ = public_schema_release(n_rows, cells, schema, self.ledger_, share, rng)
+            if schema is None:  # DP discovery from the engine's column types and SQL counts
+                self.schema_, self.metadata_ = discover(SQLColumns(table), self.ledger_, share, rng)
+            else:
+                n_rows, cells = count_metadata_cells(table, schema)
+                self.schema_ = schema
+                self.metadata_ = public_schema_release(n_rows, cells, schema, self.ledger_, share, rng)
             if not self.ledger_.non_private:
                 warn_large_delta(float(self.ledger_.target_delta), self.metadata_.n_rows)
             self._fit_table(table, rng=rng, progress=progress)

@@ -114,8 +114,12 @@ def test_what_cannot_be_fitted_from_a_file_says_so(tmp_path, adult_schema):
     frame.to_parquet(path)
     with pytest.raises(InputError, match="backend='duckdb' or 'spark'"):
         MST().fit(str(path), epsilon=1.0, delta=1e-5, schema=schema)
-    with pytest.raises(InputError, match="needs a public schema"):
-        MST(backend="duckdb").fit(str(path), epsilon=1.0, delta=1e-5)
+    csv = tmp_path / "t.csv"
+    frame.to_csv(csv, index=False)
+    with pytest.raises(InputError, match="a CSV file has none"):  # text only: kinds would come from the values
+        MST(backend="duckdb").fit(str(csv), epsilon=1.0, delta=1e-5)
+    with pytest.raises(InputError, match="dtypes='private'"):
+        MST(backend="duckdb").fit(str(path), epsilon=1.0, delta=1e-5, dtypes="private")
     with pytest.raises(InputError, match="fits a pandas DataFrame"):
         DPTLDM().fit(str(path), epsilon=1.0, delta=1e-5, schema=schema)
     with pytest.raises(InputError, match="No such file"):
@@ -199,3 +203,114 @@ def test_spark_fits_a_path_and_a_spark_frame_as_pandas_does(spark, tmp_path):
     for source in (str(path), str(csv), spark.read.parquet(str(path))):
         fit = MST(iterations=40, backend="spark").fit(source, epsilon=1.0, delta=1e-5, schema=schema, seed=6)
         _assert_same_fit(reference, fit)
+
+
+def _typed(n: int = 4000, seed: int = 0) -> pd.DataFrame:
+    """A frame whose dtypes are those an SQL column is released with (every column nullable): pandas and the
+    engines then run the same discovery. Booleans, integers with missing values, a mixed column (70% zeros),
+    a normal column on both sides of 0, text with a rare value, missing values and a quote, an identifier."""
+    rng = np.random.default_rng(seed)
+    age = pd.array(rng.integers(17, 91, n), dtype="Int64")
+    age[rng.random(n) < 0.05] = pd.NA
+    flag = pd.array(rng.random(n) < 0.3, dtype="boolean")
+    flag[rng.random(n) < 0.02] = pd.NA
+    word = rng.choice(["a", "b's", "c", "rare"], n, p=[0.5, 0.3, 0.19, 0.01]).astype(object)
+    word[rng.random(n) < 0.1] = None
+    return pd.DataFrame({
+        "flag": flag,
+        "age": age,
+        "gain": np.where(rng.random(n) < 0.7, 0.0, np.round(rng.exponential(1000, n), 2)),
+        "z": rng.normal(0, 3, n),
+        "word": pd.array(word, dtype="str"),
+        "id": pd.array([f"u{i}" for i in range(n)], dtype="str"),
+    })
+
+
+def _assert_same_discovery(a, b) -> None:
+    assert a.schema_.columns == b.schema_.columns and a.schema_.excluded == b.schema_.excluded
+    assert a.metadata_.n_rows == pytest.approx(b.metadata_.n_rows)
+    for name, hist in a.metadata_.histograms.items():
+        other = b.metadata_.histograms[name]
+        np.testing.assert_allclose(hist.counts, other.counts)
+        assert hist.missing == pytest.approx(other.missing)
+
+
+def test_dp_discovery_runs_in_duckdb_as_in_pandas(tmp_path):
+    """Without a schema, a Parquet file is discovered in DuckDB from its column types and SQL counts: the same
+    seed gives the pandas fit's schema, histograms, selection and samples (the identifier excluded in both)."""
+    frame = _typed()
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path)
+    with pytest.warns(UserWarning, match="'id' is excluded"):
+        reference = MST(iterations=40).fit(frame, epsilon=1.0, delta=1e-5, seed=3)
+    with pytest.warns(UserWarning, match="'id' is excluded"):
+        from_file = MST(iterations=40, backend="duckdb").fit(str(path), epsilon=1.0, delta=1e-5, seed=3)
+    kinds = {c.name: c.kind for c in from_file.schema_.columns}
+    assert kinds == {"flag": "binary", "age": "integer", "gain": "mixed", "z": "continuous", "word": "categorical"}
+    assert from_file.schema_.provenance == "dp" and from_file.schema_.excluded == ("id",)
+    word = from_file.schema_["word"]
+    assert "rare" not in word.categories and {"a", "b's", "c"} <= set(word.categories)
+    _assert_same_discovery(reference, from_file)
+    _assert_same_fit(reference, from_file)
+    assert from_file.ledger_.epsilon() == pytest.approx(reference.ledger_.epsilon())
+    assert from_file.ledger_.epsilon() <= 1.0 + 1e-9
+    assert sum(e.phase == "metadata" for e in from_file.ledger_.entries) == \
+        sum(e.phase == "metadata" for e in reference.ledger_.entries)
+
+
+def test_engine_discovery_excludes_types_no_model_represents(tmp_path):
+    """A date column is public structure a model cannot represent: excluded before any query, with a warning."""
+    frame = _typed(3000).drop(columns="id")
+    frame["day"] = pd.to_datetime("2020-01-01") + pd.to_timedelta(np.arange(3000) % 300, unit="D")
+    path = tmp_path / "d.parquet"
+    frame.to_parquet(path)
+    with pytest.warns(UserWarning, match="'day' is excluded: its type is not a number, text or boolean"):
+        fit = MST(iterations=20, backend="duckdb").fit(str(path), epsilon=1.0, delta=1e-5, seed=0)
+    assert fit.schema_.excluded == ("day",)
+    assert not any(e.mechanism.endswith(" day") for e in fit.ledger_.entries)
+    assert list(fit.sample(50, seed=0).columns) == [c for c in frame.columns if c != "day"]
+
+
+def test_engine_discovery_refuses_infinite_values(tmp_path):
+    frame = _typed(2000).drop(columns="id")
+    frame.loc[5, "z"] = np.inf
+    path = tmp_path / "inf.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(InputError, match="'z' holds infinite values"):
+        MST(backend="duckdb").fit(str(path), epsilon=1.0, delta=1e-5)
+
+
+def test_spark_discovers_as_pandas_does(spark, tmp_path):
+    frame = _typed(3000, seed=1)
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path)
+    with pytest.warns(UserWarning, match="'id' is excluded"):
+        reference = MST(iterations=30).fit(frame, epsilon=1.0, delta=1e-5, seed=5)
+    for source in (str(path), spark.read.parquet(str(path))):
+        with pytest.warns(UserWarning, match="'id' is excluded"):
+            fit = MST(iterations=30, backend="spark").fit(source, epsilon=1.0, delta=1e-5, seed=5)
+        _assert_same_discovery(reference, fit)
+        _assert_same_fit(reference, fit)
+
+
+def test_cli_discovers_a_parquet_file_in_the_engine(tmp_path, monkeypatch, capsys):
+    """`dpsynth fit FILE.parquet --backend duckdb` without a schema: DP discovery in DuckDB (the pre-flight plan
+    from the file's column types), pandas never reads the rows; the result is the library's fit."""
+    import dpsynth.datasets
+    from dpsynth.cli.main import main
+    from dpsynth.models import load_model
+
+    frame = _typed(3000).drop(columns="id")
+    data, out = tmp_path / "t.parquet", tmp_path / "m.dpsynth"
+    frame.to_parquet(data)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the CLI loaded the private table into pandas")
+
+    monkeypatch.setattr(dpsynth.datasets, "load_table", refuse)
+    assert main(["fit", str(data), "--model", "mst", "--backend", "duckdb", "--epsilon", "1", "--out", str(out),
+                 "--seed", "2", "--param", "iterations=20"]) == 0
+    assert "DP discovery of 5 column(s)" in capsys.readouterr().err
+    model = load_model(out)
+    reference = MST(iterations=20).fit(frame, epsilon=1.0, delta=1e-5, seed=2)
+    assert model.schema_.columns == reference.schema_.columns and model.selected_ == reference.selected_
