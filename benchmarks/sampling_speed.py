@@ -1,0 +1,63 @@
+"""Sampling throughput (issue 19: >= 100,000 rows/s): rows per second of ``model.sample(n)`` end to end (generator,
+decoding, marginal map, dtypes) for models fitted on Adult's train split (public schema, epsilon 1).
+
+The fits are cut short (one epoch, a few steps: ``--param`` overrides): throughput depends on the network's size and
+the decoder, which training length does not change. Each model is timed at 1 and 2 torch threads, best of
+``--repeats`` runs after a warm-up.
+
+    python benchmarks/sampling_speed.py --models dtgan-d,dtgan-g,dp-sactgan,dp-tldm,dp-auto-gan,mst --rows 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+#: short fits: the sampler's cost does not depend on how long the model trained
+SHORT_FIT = {
+    "dtgan-d": {"gan_epochs": 1, "classifier_epochs": 1},
+    "dtgan-g": {"generator_steps": 5, "classifier_epochs": 1},
+    "dp-sactgan": {"generator_steps": 5, "classifier_epochs": 1},
+    "dp-tldm": {"vae_epochs": 1, "diffusion_epochs": 1},
+    "dp-auto-gan": {"autoencoder_epochs": 1, "gan_epochs": 1},
+    "mst": {"iterations": 50},
+    "aim": {"iterations": 50, "round_iterations": 20},
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default="dtgan-d,dtgan-g,dp-sactgan,dp-tldm,dp-auto-gan,mst")
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", default="1,2")
+    args = parser.parse_args()
+    import torch
+
+    from dpsynth import datasets
+    from dpsynth.models import get_model_class
+
+    warnings.simplefilter("ignore")
+    bundle = datasets.load("adult")
+    print(f"{args.rows:,} rows per sample() call, best of {args.repeats}")
+    print(f"{'model':12s} {'threads':>7s} {'rows/s':>10s} {'fit_s':>7s}")
+    for name in args.models.split(","):
+        t = time.perf_counter()
+        model = get_model_class(name)(**SHORT_FIT.get(name, {})).fit(
+            bundle.train, epsilon=1.0, delta=1e-5, schema=bundle.schema, seed=0, progress=False)
+        fit_s = time.perf_counter() - t
+        for threads in (int(k) for k in args.threads.split(",")):
+            torch.set_num_threads(threads)
+            model.sample(5_000, seed=0)  # warm-up
+            best = float("inf")
+            for r in range(args.repeats):
+                t = time.perf_counter()
+                out = model.sample(args.rows, seed=r + 1)
+                best = min(best, time.perf_counter() - t)
+            assert len(out) == args.rows
+            print(f"{name:12s} {threads:7d} {args.rows / best:10,.0f} {fit_s:7.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
