@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time the names belo
     from dpsynth.models.batch_aim import BatchAIM
     from dpsynth.models.checks import check_synthesizer
     from dpsynth.models.dp_auto_gan import DPAutoGAN
+    from dpsynth.models.dp_ctgan import DPCTGAN
     from dpsynth.models.dp_sactgan import DPSACTGAN
     from dpsynth.models.dp_tldm import DPTLDM
     from dpsynth.models.dtgan import DTGANDiscriminator, DTGANGenerator
@@ -52,6 +53,7 @@ __all__ = [
     "DTGANDiscriminator",
     "DTGANGenerator",
     "DPSACTGAN",
+    "DPCTGAN",
     "PrivacyBudget",
     "Dataset",
     "check_synthesizer",
@@ -92,6 +94,7 @@ _LAZY = {
     "DTGANDiscriminator": "dpsynth.models.dtgan",
     "DTGANGenerator": "dpsynth.models.dtgan",
     "DPSACTGAN": "dpsynth.models.dp_sactgan",
+    "DPCTGAN": "dpsynth.models.dp_ctgan",
     "PrivacyBudget": "dpsynth.privacy.budget",
     "Dataset": "dpsynth.datasets",
     "check_synthesizer": "dpsynth.models.checks",

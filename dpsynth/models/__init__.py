@@ -31,6 +31,7 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "dtgan-d": ("dpsynth.models.dtgan", ("metadata", "classifier", "gan")),
     "dtgan-g": ("dpsynth.models.dtgan", ("metadata", "classifier", "generator")),
     "dp-sactgan": ("dpsynth.models.dp_sactgan", ("metadata", "classifier", "generator")),
+    "dp-ctgan": ("dpsynth.models.dp_ctgan", ("metadata", "gan")),
 }
 _MODULES = tuple(module for module, _ in BUILTIN.values())
 _loaded = False

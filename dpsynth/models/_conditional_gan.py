@@ -117,10 +117,12 @@ def target_span(transformer: TableTransformer, target: str | None):
 
 
 def discriminator_units(real: torch.Tensor, gen_net: nn.Module, conditions: Conditions, spans, *, noise_dim: int,
-                        gumbel_tau: float, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+                        gumbel_tau: float, generator: torch.Generator, interpolation: str = "spherical"
+                        ) -> tuple[torch.Tensor, ...]:
     """The per-example units of a charged batch of encoded real rows: ``(real, fake, cond, mixed)``, row i's
-    condition read off row i, its fake partner generated with that condition, and their spherical interpolate.
-    Row i's unit depends on no other row (the generator runs with BatchNorm in eval mode; tested)."""
+    condition read off row i, its fake partner generated with that condition, and their interpolate (seed 002's
+    spherical one, or WGAN-GP's and CTGAN's straight line: ``interpolation="linear"``). Row i's unit depends on no
+    other row (the generator runs with BatchNorm in eval mode; tested)."""
     cond = conditions.from_rows(real, generator)
     was_training = gen_net.training
     gen_net.eval()
@@ -131,7 +133,8 @@ def discriminator_units(real: torch.Tensor, gen_net: nn.Module, conditions: Cond
         else:
             fake = torch.zeros_like(real)
     gen_net.train(was_training)
-    mixed = slerp(real, fake, torch.rand(len(real), 1, generator=generator))
+    t = torch.rand(len(real), 1, generator=generator)
+    mixed = t * real + (1 - t) * fake if interpolation == "linear" else slerp(real, fake, t)
     return real, fake, cond, mixed
 
 
@@ -182,7 +185,7 @@ def train_conditional_wgan(gen_net: nn.Module, critic: nn.Module, x: torch.Tenso
 
     def make_batch(idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return discriminator_units(x[idx], gen_net, conditions, spans, noise_dim=noise_dim, gumbel_tau=tau,
-                                   generator=generator)
+                                   generator=generator, interpolation=params.get("interpolation", "spherical"))
 
     critic_opt = torch.optim.Adam(critic.parameters(), lr=params["critic_learning_rate"], betas=(0.5, 0.9))
     gen_opt = torch.optim.Adam(gen_net.parameters(), lr=params["generator_learning_rate"], betas=(0.5, 0.9))

@@ -218,6 +218,7 @@ class DTGANDiscriminator(_ConditionalGAN):
 
     name = "dtgan-d"
     phases = ("metadata", "classifier", "gan")
+    interpolation = "spherical"  # seed 002's penalty interpolates (dp-ctgan: "linear")
     zero_allowed = ("gp_weight", "classifier_share", "classifier_weight")
     default_metadata_share = 0.3
     fast_params = {"gan_epochs": 1.0, "gan_batch_size": 32, "critic_iters": 3, "noise_dim": 16,
@@ -296,7 +297,8 @@ class DTGANDiscriminator(_ConditionalGAN):
         gan_phase = DPPhase("gan", epochs=self.gan_epochs, batch_size=self.gan_batch_size, min_steps=MIN_STEPS["gan"],
                             max_grad_norm=self.gan_max_grad_norm, target_epsilon=target, **common)
         train_conditional_wgan(self.generator_, critic, x, conditions=conditions, spans=self._spans(),
-                               phase=gan_phase, params=self.get_params(), generator=gen, progress=progress,
+                               phase=gan_phase, params={**self.get_params(), "interpolation": self.interpolation},
+                               generator=gen, progress=progress,
                                label=self.name, classifier=classifier, class_span=class_span)
         phases.append(gan_phase)
         self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=phases,

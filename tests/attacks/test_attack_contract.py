@@ -93,6 +93,7 @@ AUDIT_PARAMS = {
     # absent tags rows). Measured (seed 0, 2 cores): 20/20 right guesses (eps_LB 1.82) non-private for each, in
     # 50 s (dtgan-d: 50 tags seen, all present), 30 s (dtgan-g) and 134 s (dp-sactgan: 31 tags).
     "dtgan-d": ({}, {"gan_epochs": 100.0, "critic_iters": 1, "log_frequency": True, "match_marginals": False}),
+    "dp-ctgan": ({}, {"gan_epochs": 100.0}),  # its defaults: one critic step, log-frequency, no marginal map
     "dtgan-g": ({}, {"generator_steps": 2000, "critic_iters": 1, "n_shards": 1, "log_frequency": True,
                      "generator_learning_rate": 0.002, "critic_learning_rate": 0.002, "match_marginals": False}),
     "dp-sactgan": ({}, {"generator_steps": 2500, "critic_iters": 1, "n_shards": 1, "log_frequency": True,

@@ -18,6 +18,7 @@ from noise_off import noise_off
 
 from dpsynth.attacks.audit import audit_model
 from dpsynth.models.dp_auto_gan import DPAutoGAN
+from dpsynth.models.dp_ctgan import DPCTGAN
 from dpsynth.models.dp_tldm import DPTLDM
 from dpsynth.models.dtgan import DTGANDiscriminator
 from dpsynth.privacy import PrivacyLedger, dpsgd
@@ -51,7 +52,7 @@ def test_marginals_one_run_audit_catches_the_missing_noise(train):
     assert dp.verdict == "consistent" and dp.eps_lb <= 1.0
 
 
-DEEP = {"dp-tldm": DPTLDM, "dp-auto-gan": DPAutoGAN, "dtgan-d": DTGANDiscriminator}
+DEEP = {"dp-tldm": DPTLDM, "dp-auto-gan": DPAutoGAN, "dtgan-d": DTGANDiscriminator, "dp-ctgan": DPCTGAN}
 
 
 def _released_country_counts(model, canaries) -> np.ndarray:
