@@ -6,6 +6,9 @@ the decoder, which training length does not change. Each model is timed at 1 and
 ``--repeats`` runs after a warm-up.
 
     python benchmarks/sampling_speed.py --models dtgan-d,dtgan-g,dp-sactgan,dp-tldm,dp-auto-gan,mst --rows 200000
+
+``--load A.dpsynth B.dpsynth`` times saved models instead of fitting: the same files timed with ``PYTHONPATH`` on a
+checkout of each of two commits compare their samplers back to back (the README's before / after figures).
 """
 
 from __future__ import annotations
@@ -32,21 +35,31 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--load", nargs="+", default=None, metavar="MODEL_FILE",
+                        help="time these saved models instead of fitting --models")
     args = parser.parse_args()
     import torch
 
     from dpsynth import datasets
-    from dpsynth.models import get_model_class
+    from dpsynth.models import get_model_class, load_model
 
     warnings.simplefilter("ignore")
-    bundle = datasets.load("adult")
     print(f"{args.rows:,} rows per sample() call, best of {args.repeats}")
     print(f"{'model':12s} {'threads':>7s} {'rows/s':>10s} {'fit_s':>7s}")
-    for name in args.models.split(","):
-        t = time.perf_counter()
-        model = get_model_class(name)(**SHORT_FIT.get(name, {})).fit(
-            bundle.train, epsilon=1.0, delta=1e-5, schema=bundle.schema, seed=0, progress=False)
-        fit_s = time.perf_counter() - t
+    if args.load:
+        fitted = ((load_model(path), float("nan")) for path in args.load)
+    else:
+        bundle = datasets.load("adult")
+
+        def fit(name):
+            t = time.perf_counter()
+            model = get_model_class(name)(**SHORT_FIT.get(name, {})).fit(
+                bundle.train, epsilon=1.0, delta=1e-5, schema=bundle.schema, seed=0, progress=False)
+            return model, time.perf_counter() - t
+
+        fitted = (fit(name) for name in args.models.split(","))
+    for model, fit_s in fitted:
+        name = model.name
         for threads in (int(k) for k in args.threads.split(",")):
             torch.set_num_threads(threads)
             model.sample(5_000, seed=0)  # warm-up
