@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time the names belo
     from dpsynth.models.dp_ctgan import DPCTGAN
     from dpsynth.models.dp_sactgan import DPSACTGAN
     from dpsynth.models.dp_tldm import DPTLDM
+    from dpsynth.models.dp_vae import DPVAE, TVAE
+    from dpsynth.models.gaussian_copula import GaussianCopula
     from dpsynth.models.dtgan import DTGANDiscriminator, DTGANGenerator
     from dpsynth.models.marginals import Marginals
     from dpsynth.models.mst import MST
@@ -54,6 +56,9 @@ __all__ = [
     "DTGANGenerator",
     "DPSACTGAN",
     "DPCTGAN",
+    "DPVAE",
+    "TVAE",
+    "GaussianCopula",
     "PrivacyBudget",
     "Dataset",
     "check_synthesizer",
@@ -95,6 +100,9 @@ _LAZY = {
     "DTGANGenerator": "dpsynth.models.dtgan",
     "DPSACTGAN": "dpsynth.models.dp_sactgan",
     "DPCTGAN": "dpsynth.models.dp_ctgan",
+    "DPVAE": "dpsynth.models.dp_vae",
+    "TVAE": "dpsynth.models.dp_vae",
+    "GaussianCopula": "dpsynth.models.gaussian_copula",
     "PrivacyBudget": "dpsynth.privacy.budget",
     "Dataset": "dpsynth.datasets",
     "check_synthesizer": "dpsynth.models.checks",

@@ -32,6 +32,9 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "dtgan-g": ("dpsynth.models.dtgan", ("metadata", "classifier", "generator")),
     "dp-sactgan": ("dpsynth.models.dp_sactgan", ("metadata", "classifier", "generator")),
     "dp-ctgan": ("dpsynth.models.dp_ctgan", ("metadata", "gan")),
+    "dp-vae": ("dpsynth.models.dp_vae", ("metadata", "vae")),
+    "tvae": ("dpsynth.models.dp_vae", ("metadata", "vae")),
+    "gaussian-copula": ("dpsynth.models.gaussian_copula", ("metadata", "copula")),
 }
 _MODULES = tuple(module for module, _ in BUILTIN.values())
 _loaded = False

@@ -14,7 +14,8 @@ the bundled Adult table, or on ``data`` with ``schema``, and checks, raising :cl
 - samples: the schema's columns, dtypes, bounds and categories; ``sample(0)``; the same seed gives the same rows
   and another seed other rows; a refit of the same instance with the same fit seed gives the same model;
 - persistence: ``save``/``load`` keep every hyper-parameter, the ledger and the samples, and leave no temp file;
-- the non-private mode (``epsilon=inf``) fits and samples with an infinite ledger epsilon.
+- the non-private mode (``epsilon=inf``) fits and samples with an infinite ledger epsilon; a non-private
+  baseline (``supports_dp = False``) refuses a finite epsilon and runs the whole contract at ``epsilon=inf``.
 
 The checks cost three fits (two DP, one non-private) with the model's ``fast_params``: seconds for the built-ins.
 """
@@ -57,6 +58,10 @@ def check_synthesizer(
     cls, params = _resolve(model, params)
     if data is None:
         data, schema = _adult_slice(schema)
+    if not cls.supports_dp:  # a non-private baseline: its contract runs at epsilon = inf, and a finite one is refused
+        _raises(InputError, lambda: cls(**params).fit(data, epsilon=1.0, delta=delta, schema=schema),
+                "a finite epsilon for a non-private baseline")
+        epsilon, non_private = math.inf, False
     if tmp_dir is None:
         with tempfile.TemporaryDirectory() as tmp:
             return check_synthesizer(cls, data, schema, tmp, epsilon=epsilon, delta=delta, n=n, params=params,
@@ -221,7 +226,7 @@ def _check_file(model: Synthesizer, cls: type[Synthesizer], synth: pd.DataFrame,
     model.save(path)
     _, header = read_model_file(path)
     _expect(header["model"] == cls.name, "the model file names another model")
-    _expect(math.isclose(header["ledger"]["epsilon"], model.ledger_.epsilon()), "the file's ledger differs")
+    _expect(math.isclose(float(header["ledger"]["epsilon"]), model.ledger_.epsilon()), "the file's ledger differs")
     loaded = load_model(path)
     _expect(type(loaded) is cls, "load_model() returned another class")
     _expect(_same_params(loaded.get_params(), model.get_params()), "a hyper-parameter did not survive the file")
