@@ -37,10 +37,11 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time the names belo
     from dpsynth.models.dp_sactgan import DPSACTGAN
     from dpsynth.models.dp_tldm import DPTLDM
     from dpsynth.models.dp_vae import DPVAE, TVAE
-    from dpsynth.models.gaussian_copula import GaussianCopula
     from dpsynth.models.dtgan import DTGANDiscriminator, DTGANGenerator
+    from dpsynth.models.gaussian_copula import GaussianCopula
     from dpsynth.models.marginals import Marginals
     from dpsynth.models.mst import MST
+    from dpsynth.models.pate_gan import PATEGAN
     from dpsynth.privacy.budget import PrivacyBudget
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "DPVAE",
     "TVAE",
     "GaussianCopula",
+    "PATEGAN",
     "PrivacyBudget",
     "Dataset",
     "check_synthesizer",
@@ -103,6 +105,7 @@ _LAZY = {
     "DPVAE": "dpsynth.models.dp_vae",
     "TVAE": "dpsynth.models.dp_vae",
     "GaussianCopula": "dpsynth.models.gaussian_copula",
+    "PATEGAN": "dpsynth.models.pate_gan",
     "PrivacyBudget": "dpsynth.privacy.budget",
     "Dataset": "dpsynth.datasets",
     "check_synthesizer": "dpsynth.models.checks",

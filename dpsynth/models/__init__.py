@@ -34,6 +34,7 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "dp-ctgan": ("dpsynth.models.dp_ctgan", ("metadata", "gan")),
     "dp-vae": ("dpsynth.models.dp_vae", ("metadata", "vae")),
     "tvae": ("dpsynth.models.dp_vae", ("metadata", "vae")),
+    "pate-gan": ("dpsynth.models.pate_gan", ("metadata", "pate")),
     "gaussian-copula": ("dpsynth.models.gaussian_copula", ("metadata", "copula")),
 }
 _MODULES = tuple(module for module, _ in BUILTIN.values())

@@ -7,7 +7,8 @@ draws correlated normals and maps each back through its column's marginal:
 - a numeric column: normal scores of its ranks (``Phi^-1((rank - 1/2) / m)`` over its ``m`` present values, ties
   averaged); back through ``quantiles`` empirical quantiles (linear between them, so point masses such as
   capital-gain's 0 survive as flat stretches of the quantile function). A nullable numeric column adds a
-  missing / present variable, and its missing rows get score 0 (the mean) in the numeric variable;
+  missing / present variable; the numeric variable's correlations are taken over the rows where it is present
+  (pairwise complete), and made positive definite;
 - a categorical column (missing is one more slot when nullable): slots ordered by frequency, each owning an
   interval of [0, 1] as wide as its frequency; a row's value is a uniform draw inside its slot's interval, mapped
   by ``Phi^-1`` (SDV's frequency encoding). Back: the slot whose interval holds ``Phi(z)``.
@@ -70,7 +71,7 @@ class GaussianCopula(Synthesizer):
                     slots = (~present).astype(np.int64)  # slot 0: present, 1: missing
                     variables.append(_slot_variable(col.name, "missing", slots, 2))
                     scores.append(_slot_scores(slots, variables[-1], rng))
-                z = np.zeros(len(x))
+                z = np.full(len(x), np.nan)  # missing rows: left out of this variable's correlations
                 if present.any():
                     ranks = stats.rankdata(x[present])
                     z[present] = stats.norm.ppf((ranks - 0.5) / present.sum())
@@ -85,9 +86,10 @@ class GaussianCopula(Synthesizer):
                 slots = np.where(codes < 0, k, codes)  # missing: the last slot
                 variables.append(_slot_variable(col.name, "categorical", slots, k + 1))
                 scores.append(_slot_scores(slots, variables[-1], rng))
-        z = np.column_stack(scores)
-        correlation = np.corrcoef(z, rowvar=False) if len(z) > 1 else np.eye(z.shape[1])
-        correlation = np.nan_to_num(np.atleast_2d(correlation), nan=0.0)
+        # pairwise-complete correlations: each pair over the rows where both are present (imputing the mean for
+        # missing values would shrink a column's correlations by its missing share)
+        correlation = pd.DataFrame(np.column_stack(scores)).corr().to_numpy()
+        correlation = np.nan_to_num(correlation, nan=0.0)  # a constant or never-present variable: independent
         np.fill_diagonal(correlation, 1.0)
         self.correlation_ = _positive_definite(correlation)
         self.quantiles_ = np.vstack(quantiles) if quantiles else np.zeros((0, len(grid)))

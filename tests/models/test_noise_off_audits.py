@@ -20,6 +20,7 @@ from dpsynth.attacks.audit import audit_model
 from dpsynth.models.dp_auto_gan import DPAutoGAN
 from dpsynth.models.dp_ctgan import DPCTGAN
 from dpsynth.models.dp_tldm import DPTLDM
+from dpsynth.models.dp_vae import DPVAE
 from dpsynth.models.dtgan import DTGANDiscriminator
 from dpsynth.privacy import PrivacyLedger, dpsgd
 from dpsynth.privacy.audit import audit_dpsgd
@@ -52,7 +53,8 @@ def test_marginals_one_run_audit_catches_the_missing_noise(train):
     assert dp.verdict == "consistent" and dp.eps_lb <= 1.0
 
 
-DEEP = {"dp-tldm": DPTLDM, "dp-auto-gan": DPAutoGAN, "dtgan-d": DTGANDiscriminator, "dp-ctgan": DPCTGAN}
+DEEP = {"dp-tldm": DPTLDM, "dp-auto-gan": DPAutoGAN, "dtgan-d": DTGANDiscriminator, "dp-ctgan": DPCTGAN,
+        "dp-vae": DPVAE}
 
 
 def _released_country_counts(model, canaries) -> np.ndarray:
