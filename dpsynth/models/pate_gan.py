@@ -2,23 +2,28 @@
 
 Algorithm, per iteration (``iterations`` of them):
 
-1. **Teachers** (``n_teachers`` discriminators, each on its own disjoint partition of the private rows) take
-   ``teacher_iters`` non-private steps telling their partition's rows from generated ones (logistic loss). They are
-   never released and never read by anything but the vote below.
+1. **Teachers** (``n_teachers`` discriminators, each on its own disjoint partition of the private rows; logistic
+   regressions by default, as in the authors' code) take ``teacher_iters`` non-private steps telling their
+   partition's rows from generated ones (logistic loss). They are never released and never read by anything but
+   the votes below.
 2. **Student** (a discriminator that never sees a private row) takes ``student_iters`` steps on ``batch_size``
-   generated rows each, labelled real / fake by the PATE **noisy argmax** of the teachers' votes
-   (:func:`dpsynth.privacy.pate.noisy_argmax`, Gaussian noise on the two vote counts).
-3. **Generator** takes one step to make the student call its rows real (non-saturating loss).
+   generated rows each, with targets from the teachers' noisy votes on those rows: ``votes="soft"`` (default) -
+   the sum of the teachers' probabilities plus Gaussian noise (:func:`dpsynth.privacy.pate.noisy_vote_sum`),
+   divided by the teacher count, fitted by squared error (unbiased under the zero-mean noise); ``"argmax"`` -
+   PATE-GAN's noisy-argmax label (:func:`dpsynth.privacy.pate.noisy_argmax`), fitted by logistic loss.
+3. **Generator** (CTGAN's residual generator, without conditions) takes one step to make the student call its
+   rows real (non-saturating loss).
 
 Privacy (neighbouring relation: add/remove one row). Each row belongs to one teacher (an independent uniform draw
 per row, so adding a row leaves every other row's teacher distributed as before), so it changes at most that
-teacher's vote on each query: the vote histogram moves by one in two classes, L2 sensitivity sqrt(2). Each answered
-query is the Gaussian mechanism (``GaussianDpEvent(s / sqrt 2)``), charged to ``ledger_`` (phase ``"pate"``) before
-its noise is drawn; the teachers' training is inside the mechanism (they are a function of their partitions and
-of earlier released answers: adaptive composition). The student and the generator see generated rows and noisy
-labels only: post-processing. ``s`` is calibrated, before training, so that all ``iterations * student_iters *
-batch_size`` queries composed with the metadata phase stay within the target. What published PATE-GANs get wrong
-(Ganev et al. 2024, all six audited implementations leak) and is done here instead:
+teacher's answer to each query: its probability, in [0, 1], moves the soft-vote sum by at most 1 (L2 sensitivity 1,
+``GaussianDpEvent(s)`` per query); its vote moves the argmax's two counts by one each (L2 sensitivity sqrt 2,
+``GaussianDpEvent(s / sqrt 2)``). The teachers' training is inside the mechanism (they are functions of their
+partitions and of earlier released answers: adaptive composition). The student and the generator see generated
+rows and noisy answers only: post-processing. ``s`` is calibrated, before training, so that all ``iterations *
+student_iters * batch_size`` queries composed with the metadata phase stay within the target; the queries are
+granted as one ledger allowance (phase ``"pate"``) and each is recorded before its noise is drawn. What published
+PATE-GANs get wrong (Ganev et al. 2024: all six audited implementations leak) and is done here instead:
 
 - PATE's *data-dependent* moments accountant (whose epsilon is itself a function of the votes, released without
   DP, and whose log-term several implementations drop) is not used: every query costs its worst case;
@@ -27,9 +32,10 @@ batch_size`` queries composed with the metadata phase stay within the target. Wh
 - teachers are trained on their own partition only (implementations that let a teacher see other rows, or the
   student see real rows, break the sensitivity argument).
 
-The honest price is that a vote's noise ``s`` grows with the square root of the number of queries: with
-``n_teachers`` of a few hundred, each noisy label is only slightly better than a coin flip, and the student learns
-from many of them. The model file keeps the generator (and the encoder state) only.
+The honest price: the noise ``s`` of one answer grows with the square root of the number of queries, and what
+the student can learn is about ``rho * n_teachers^2`` whatever the number of queries, so at epsilon <= 1 each answer
+is mostly noise (Adult, epsilon 1: 651 teachers, s = 1,164). PATE-GAN is here as the seeds' baseline, measured
+honestly; it is not a model to release with. The model file keeps the generator (and the encoder state) only.
 """
 
 from __future__ import annotations
@@ -48,9 +54,10 @@ from dpsynth.models import register
 from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
 from dpsynth.models.marginal_map import CategoryWeights
 from dpsynth.models.networks.autoencoder import activate, mlp
+from dpsynth.models.networks.ctgan import ConditionalGenerator
 from dpsynth.models.phase import budget_summary, json_number
 from dpsynth.privacy.mechanisms import calibrate_gaussian_queries
-from dpsynth.privacy.pate import L2_SENSITIVITY, noisy_argmax, teacher_votes
+from dpsynth.privacy.pate import L2_SENSITIVITY, noisy_argmax, noisy_vote_sum, pate_event, teacher_votes
 
 __all__ = ["PATEGAN", "TeacherEnsemble"]
 
@@ -106,18 +113,19 @@ class PATEGAN(Synthesizer):
         numeric: str = "minmax",
         noise_dim: int = 64,
         generator_hidden: tuple[int, ...] = (128, 128),
-        teacher_hidden: tuple[int, ...] = (32,),
+        teacher_hidden: tuple[int, ...] | None = None,
         student_hidden: tuple[int, ...] = (128, 128),
         n_teachers: int | None = None,
+        votes: str = "soft",
         rows_per_teacher: int = 50,
         iterations: int = 500,
         teacher_iters: int = 1,
-        student_iters: int = 1,
+        student_iters: int = 3,
         batch_size: int = 64,
         teacher_batch_size: int = 32,
         teacher_learning_rate: float = 1e-3,
         student_learning_rate: float = 1e-3,
-        generator_learning_rate: float = 1e-3,
+        generator_learning_rate: float = 1e-4,
         gumbel_tau: float = 0.2,
         match_marginals: bool = False,
     ):
@@ -127,6 +135,7 @@ class PATEGAN(Synthesizer):
         self.teacher_hidden = _as_tuple(teacher_hidden)
         self.student_hidden = _as_tuple(student_hidden)
         self.n_teachers = n_teachers
+        self.votes = votes
         self.rows_per_teacher = rows_per_teacher
         self.iterations = iterations
         self.teacher_iters = teacher_iters
@@ -140,6 +149,8 @@ class PATEGAN(Synthesizer):
         self.match_marginals = match_marginals
 
     def _check_params(self) -> None:
+        if self.votes not in ("soft", "argmax"):
+            raise InputError(f"votes must be 'soft' or 'argmax'. Found {self.votes!r}.")
         if self.numeric not in ("minmax", "quantile", "mode_specific"):
             raise InputError(f"numeric must be 'minmax', 'quantile' or 'mode_specific'. Found {self.numeric!r}.")
 
@@ -153,7 +164,7 @@ class PATEGAN(Synthesizer):
         return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]
 
     def _build_generator(self, data_dim: int) -> None:
-        self.generator_ = mlp(self.noise_dim, self.generator_hidden, data_dim)
+        self.generator_ = _Generator(self.noise_dim, self.generator_hidden, data_dim)
 
     # ------------------------------------------------------------------ fit
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
@@ -175,11 +186,17 @@ class PATEGAN(Synthesizer):
         with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
             torch.manual_seed(int(rng.integers(2**62)))
             self._build_generator(data_dim)
-            teachers = TeacherEnsemble(k, data_dim, self.teacher_hidden)
+            teachers = TeacherEnsemble(k, data_dim, self.teacher_hidden or ())
             student = mlp(data_dim, self.student_hidden, 1)
         queries = self.iterations * self.student_iters * self.batch_size
-        # the noise of one vote count: the sensitivity-1 sigma of all queries, times the histogram's L2 sensitivity
-        scale = L2_SENSITIVITY * calibrate_gaussian_queries(ledger, queries) if not ledger.non_private else 0.0
+        # the noise of one answer: the sensitivity-1 sigma of all queries (soft votes: a sum of scores in [0, 1]),
+        # times sqrt 2 for the argmax's two vote counts (L2 sensitivity of the histogram)
+        scale = calibrate_gaussian_queries(ledger, queries) * (L2_SENSITIVITY if self.votes == "argmax" else 1.0)
+        # the queries are granted once (one composition) and recorded one by one as they are answered
+        self._queries = None if ledger.non_private else ledger.allowance(
+            pate_event("gaussian", scale) if self.votes == "argmax" else dp_event.GaussianDpEvent(scale),
+            phase="pate", mechanism=f"pate-gaussian-{'argmax' if self.votes == 'argmax' else 'vote-sum'}",
+            max_steps=queries, noise_scale=scale)
 
         # partitions: row i -> teacher owner[i], one independent uniform draw per row (module docstring)
         owner = torch.randint(k, (len(x),), generator=gen)
@@ -199,6 +216,8 @@ class PATEGAN(Synthesizer):
 
         mb = self.teacher_batch_size
         for _ in tqdm(range(self.iterations), desc="pate-gan", disable=not progress, leave=False):
+            if self._queries is not None and self._queries.remaining < self.student_iters * self.batch_size:
+                break  # never happens with the calibrated plan; stops before the target would be exceeded
             for _ in range(self.teacher_iters):  # inside the mechanism: each teacher on its own partition
                 pick = (torch.rand(k, mb, generator=gen) * sizes[:, None]).long()
                 real = x[order[(starts[:, None] + pick).clamp(max=max(len(x) - 1, 0))]] if len(x) else \
@@ -213,16 +232,11 @@ class PATEGAN(Synthesizer):
             for _ in range(self.student_iters):  # post-processing of the noisy votes
                 with torch.no_grad():
                     fake = generated(self.batch_size)
-                    predictions = (teachers(fake) > 0).long() * has_rows.long()  # an empty partition votes fake
-                    votes = teacher_votes(predictions, 2)
-                    if ledger.non_private:
-                        ledger.spend(dp_event.NonPrivateDpEvent(), phase="pate", mechanism="teacher votes",
-                                     count=self.batch_size)
-                        labels = votes.argmax(1)
-                    else:
-                        labels = noisy_argmax(votes, mechanism="gaussian", noise_scale=scale, ledger=ledger,
-                                              phase="pate", generator=gen)
-                loss = bce(student(fake).squeeze(-1), labels.float())
+                    target = self._answers(teachers(fake), has_rows, scale, gen)
+                if self.votes == "soft":  # squared error: unbiased under the zero-mean noise of the target
+                    loss = ((torch.sigmoid(student(fake).squeeze(-1)) - target) ** 2).mean()
+                else:
+                    loss = bce(student(fake).squeeze(-1), target)
                 opt_s.zero_grad(set_to_none=True)
                 loss.backward()
                 opt_s.step()
@@ -230,9 +244,13 @@ class PATEGAN(Synthesizer):
             opt_g.zero_grad(set_to_none=True)
             loss.backward()
             opt_g.step()
+        if self._queries is not None:
+            self._queries.release()
+        self._queries = None
         del x, teachers, owner, order  # the teachers saw private rows without noise: never kept
         self.generator_.eval()
-        settings = {"mechanism": "gaussian noisy argmax", "n_teachers": k, "queries": queries,
+        mechanism = "gaussian noisy argmax" if self.votes == "argmax" else "gaussian soft vote sum"
+        settings = {"mechanism": mechanism, "n_teachers": k, "queries": queries,
                     "vote_noise_std": float(scale), "iterations": self.iterations,
                     "epsilon_after": json_number(ledger.epsilon())}
         self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=[("pate", settings)],
@@ -243,6 +261,28 @@ class PATEGAN(Synthesizer):
                 reference = self._raw_rows(MARGINAL_REFERENCE_ROWS, gen)
             self.category_weights_ = CategoryWeights.fit(reference, self.transformer_, mode="logits",
                                                          sigma=float(self.metadata_.sigma or 0.0))
+
+    def _answers(self, logits: torch.Tensor, has_rows: torch.Tensor, scale: float,
+                 gen: torch.Generator) -> torch.Tensor:
+        """The released answer to each query (a generated row; teachers' ``logits`` (k, m)), as the student's
+        target: soft votes - the noisy mean of the teachers' probabilities; argmax - the noisy majority label. A
+        teacher with an empty partition answers "fake" (0). Charged to the ledger (phase ``"pate"``) by the
+        mechanism before its noise is drawn; the exact answer in the non-private mode."""
+        ledger, k = self.ledger_, logits.shape[0]
+        if self.votes == "soft":
+            scores = torch.sigmoid(logits) * has_rows
+            if ledger.non_private:
+                ledger.spend(dp_event.NonPrivateDpEvent(), phase="pate", mechanism="teacher votes",
+                             count=scores.shape[1])
+                return (scores.sum(0) / k).float()
+            return (noisy_vote_sum(scores, noise_scale=scale, ledger=self._queries, phase="pate", generator=gen)
+                    / k).float()
+        votes = teacher_votes((logits > 0).long() * has_rows.long(), 2)
+        if ledger.non_private:
+            ledger.spend(dp_event.NonPrivateDpEvent(), phase="pate", mechanism="teacher votes", count=votes.shape[0])
+            return votes.argmax(1).float()
+        return noisy_argmax(votes, mechanism="gaussian", noise_scale=scale, ledger=self._queries, phase="pate",
+                            generator=gen).float()
 
     # ------------------------------------------------------------------ sample
     @torch.no_grad()
@@ -283,6 +323,20 @@ class PATEGAN(Synthesizer):
         self.budget_ = state["budget"]
         weights = state.get("category_weights")
         self.category_weights_ = None if weights is None else CategoryWeights.from_dict(weights)
+
+
+class _Generator(nn.Module):
+    """CTGAN's residual generator (Linear + BatchNorm + ReLU blocks whose inputs are concatenated to their
+    outputs) without conditions: noise (n, noise_dim) -> raw encoded rows (n, data_dim). Measured on an Adult slice
+    (non-private): a plain MLP generator collapses every category to one value within 300 iterations; this one
+    keeps the marginals."""
+
+    def __init__(self, noise_dim: int, hidden: tuple[int, ...], data_dim: int):
+        super().__init__()
+        self.net = ConditionalGenerator(noise_dim, 0, hidden, data_dim)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.net(z, z[:, :0])
 
 
 def _as_tuple(value: Any) -> Any:

@@ -10,7 +10,14 @@ its own privacy cost to release): each answered query is the Laplace / Gaussian 
 argmax is post-processing.
 - Laplace noise of scale b per count: ``LaplaceDpEvent(b / 2)`` (noise scale / L1 sensitivity), i.e. 2/b-DP per query.
 - Gaussian noise of std s per count: ``GaussianDpEvent(s / sqrt(2))``.
-``noisy_argmax`` charges all queries to the ledger (BudgetExceededError, nothing released) before drawing noise.
+``noisy_argmax`` charges all queries to the ledger (BudgetExceededError, nothing released) before drawing noise;
+a training loop passes a :class:`~dpsynth.privacy.ledger.StepAllowance` of the query's event instead of the ledger
+(the composition is done once, when the allowance is granted; each query is then recorded in O(1)).
+
+Soft votes (``noisy_vote_sum``): each teacher answers a query with a score in [0, 1] (its probability that the row
+is real) and the release is the sum of the scores plus Gaussian noise of std s. One record changes one teacher, hence
+one score, by at most 1: L2 sensitivity 1, ``GaussianDpEvent(s)`` per query. Scores clipped to [0, 1] before the sum
+(the sensitivity holds whatever a teacher outputs).
 """
 
 from __future__ import annotations
@@ -20,10 +27,11 @@ import math
 import torch
 from dp_accounting import dp_event
 
-from dpsynth.errors import InputError
-from dpsynth.privacy.ledger import PrivacyLedger
+from dpsynth.errors import BudgetExceededError, InputError, PrivacyError
+from dpsynth.privacy.ledger import PrivacyLedger, StepAllowance
 
-__all__ = ["teacher_partition", "teacher_votes", "pate_event", "noisy_argmax", "L1_SENSITIVITY", "L2_SENSITIVITY"]
+__all__ = ["teacher_partition", "teacher_votes", "pate_event", "noisy_argmax", "noisy_vote_sum", "L1_SENSITIVITY",
+           "L2_SENSITIVITY"]
 
 L1_SENSITIVITY = 2.0
 L2_SENSITIVITY = math.sqrt(2.0)
@@ -67,7 +75,7 @@ def noisy_argmax(
     *,
     mechanism: str,
     noise_scale: float,
-    ledger: PrivacyLedger,
+    ledger: PrivacyLedger | StepAllowance,
     phase: str,
     generator: torch.Generator,
 ) -> torch.Tensor:
@@ -76,7 +84,7 @@ def noisy_argmax(
         raise InputError(f"votes must be (n_queries, n_classes). Found shape {tuple(votes.shape)}.")
     event = pate_event(mechanism, noise_scale)
     n_queries = int(votes.shape[0])
-    ledger.spend(event, phase=phase, mechanism=f"pate-{mechanism}-argmax", count=n_queries, noise_scale=noise_scale)
+    _charge(ledger, event, n_queries, phase=phase, mechanism=f"pate-{mechanism}-argmax", noise_scale=noise_scale)
     if mechanism == "laplace":
         # Laplace(0, b) = b * (Exp(1) - Exp(1)), drawn from the seeded generator
         e1 = torch.empty(votes.shape, dtype=torch.float64).exponential_(1.0, generator=generator)
@@ -85,3 +93,42 @@ def noisy_argmax(
     else:
         noise = torch.normal(0.0, noise_scale, size=votes.shape, generator=generator, dtype=torch.float64)
     return (votes.to(torch.float64) + noise).argmax(dim=1)
+
+
+def noisy_vote_sum(
+    scores: torch.Tensor,
+    *,
+    noise_scale: float,
+    ledger: PrivacyLedger | StepAllowance,
+    phase: str,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """Soft votes (module docstring): ``scores`` (n_teachers, n_queries), clipped to [0, 1], summed per query, plus
+    Gaussian noise of std ``noise_scale``; every query charged as ``GaussianDpEvent(noise_scale)`` before the noise is
+    drawn (BudgetExceededError, nothing released, if over the target)."""
+    if scores.dim() != 2:
+        raise InputError(f"scores must be (n_teachers, n_queries). Found shape {tuple(scores.shape)}.")
+    if not (0 < noise_scale < math.inf):
+        raise InputError(f"noise_scale must be a finite number > 0. Found {noise_scale!r}.")
+    n_queries = int(scores.shape[1])
+    _charge(ledger, dp_event.GaussianDpEvent(noise_scale), n_queries, phase=phase, mechanism="pate-gaussian-vote-sum",
+            noise_scale=noise_scale)
+    total = scores.detach().to(torch.float64).clamp(0.0, 1.0).sum(0)
+    return total + torch.normal(0.0, noise_scale, size=total.shape, generator=generator, dtype=torch.float64)
+
+
+def _charge(ledger: PrivacyLedger | StepAllowance, event: dp_event.DpEvent, n_queries: int, *, phase: str,
+            mechanism: str, **params) -> None:
+    """Record ``n_queries`` runs of ``event`` before any answer is released: on a ledger (composed now), or on a
+    training loop's :class:`StepAllowance` of that very event (O(1) per query: the composition was done when the
+    allowance was granted). Over the budget: BudgetExceededError, nothing recorded."""
+    if isinstance(ledger, StepAllowance):
+        if ledger.entry.event != event:
+            raise PrivacyError(f"this allowance is for {ledger.entry.event}, not for the query's {event}.")
+        if ledger.remaining < n_queries:
+            raise BudgetExceededError(f"{mechanism} in phase '{phase}': {n_queries} queries asked, "
+                                      f"{ledger.remaining} left in the allowance.")
+        for _ in range(n_queries):
+            ledger.take()
+        return
+    ledger.spend(event, phase=phase, mechanism=mechanism, count=n_queries, **params)

@@ -54,3 +54,26 @@ def test_teacher_partition_is_disjoint_and_uniform():
     counts = torch.bincount(part)
     assert len(counts) == 7 and counts.sum() == 7000  # one teacher per row
     assert counts.min() > 850 and counts.max() < 1150
+
+
+def test_soft_vote_sum_is_charged_per_query_through_an_allowance():
+    """A training loop's allowance records each answered query (sensitivity-1 Gaussian); a query the allowance
+    cannot cover, or one of another event, is refused before any answer is released."""
+    from dpsynth.errors import PrivacyError
+    from dpsynth.privacy.pate import noisy_vote_sum
+
+    ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-5, accountant="rdp")
+    scores = torch.rand(7, 5)
+    allowance = ledger.allowance(dp_event.GaussianDpEvent(50.0), phase="pate", mechanism="votes", max_steps=8)
+    assert allowance.allowed == 8
+    out = noisy_vote_sum(scores, noise_scale=50.0, ledger=allowance, phase="pate", generator=torch.Generator())
+    assert out.shape == (5,) and ledger.entries[0].count == 5
+    with pytest.raises(BudgetExceededError):
+        noisy_vote_sum(scores, noise_scale=50.0, ledger=allowance, phase="pate", generator=torch.Generator())
+    assert ledger.entries[0].count == 5
+    with pytest.raises(PrivacyError):
+        noisy_vote_sum(scores[:, :1], noise_scale=10.0, ledger=allowance, phase="pate", generator=torch.Generator())
+    # on a ledger directly: sensitivity 1, so the event is the plain Gaussian of the noise scale
+    direct = PrivacyLedger(target_epsilon=10.0, target_delta=1e-5)
+    noisy_vote_sum(scores, noise_scale=40.0, ledger=direct, phase="pate", generator=torch.Generator())
+    assert direct.entries[0].event == dp_event.GaussianDpEvent(40.0) and direct.entries[0].count == 5
