@@ -99,7 +99,6 @@ class TVAE(DPVAE):
         self.epochs, self.batch_size, self.learning_rate = epochs, batch_size, learning_rate
         # what DP-TLDM's training reads in its non-private branch, fixed (DP-SGD settings are never used)
         self.match_marginals, self.clipping, self.max_grad_norm = False, "per_example", 1.0
-        self.vae_batch_size, self.vae_epochs = batch_size, float(epochs)
         self.latent_sampler, self.vae_share = "prior", 1.0
         self.denoiser_hidden, self.denoiser_layers, self.diffusion_steps, self.schedule = 8, 1, 2, "linear"
         self.diffusion_batch_size, self.diffusion_epochs, self.sample_steps, self.sample_eta = None, 1.0, 1, 1.0
@@ -108,3 +107,5 @@ class TVAE(DPVAE):
     nonprivate_epochs = property(lambda self: self.epochs)
     nonprivate_batch_size = property(lambda self: self.batch_size)
     nonprivate_learning_rate = property(lambda self: self.learning_rate)
+    vae_epochs = property(lambda self: self.epochs)
+    vae_batch_size = property(lambda self: self.batch_size)

@@ -259,7 +259,7 @@ class PATEGAN(Synthesizer):
         if self.match_marginals:  # post-processing: generated rows + the DP slot counts of the metadata
             with torch.no_grad():
                 reference = self._raw_rows(MARGINAL_REFERENCE_ROWS, gen)
-            self.category_weights_ = CategoryWeights.fit(reference, self.transformer_, mode="logits",
+            self.category_weights_ = CategoryWeights.fit(reference, self.transformer_, mode="probs",
                                                          sigma=float(self.metadata_.sigma or 0.0))
 
     def _answers(self, logits: torch.Tensor, has_rows: torch.Tensor, scale: float,
@@ -287,12 +287,9 @@ class PATEGAN(Synthesizer):
     # ------------------------------------------------------------------ sample
     @torch.no_grad()
     def _raw_rows(self, n: int, gen: torch.Generator) -> np.ndarray:
-        """Generator outputs with the numeric activations applied; category spans stay logits."""
-        raw = self.generator_(torch.randn(n, self.noise_dim, generator=gen))
-        for start, end, act in self._spans():
-            if act == "tanh":
-                raw[:, start:end] = torch.tanh(raw[:, start:end])
-        return raw.numpy()
+        """Generator outputs with each span's activation: numbers through tanh, categories as probabilities (drawn
+        from on decoding, after the marginal map's reweighting when there is one)."""
+        return activate(self.generator_(torch.randn(n, self.noise_dim, generator=gen)), self._spans()).numpy()
 
     def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
         gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
@@ -301,7 +298,7 @@ class PATEGAN(Synthesizer):
             rows = self._raw_rows(min(_SAMPLE_CHUNK, n - start), gen)
             if self.category_weights_ is not None:
                 rows = self.category_weights_.apply(rows)
-            parts.append(self.transformer_.inverse_transform(rows, rng=rng, softmax="logits"))
+            parts.append(self.transformer_.inverse_transform(rows, rng=rng, softmax="probs"))
         if not parts:
             return self.transformer_.inverse_transform(np.zeros((0, self.transformer_.output_dim), np.float32))
         return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
