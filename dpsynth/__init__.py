@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time the names belo
     from dpsynth.models.dp_sactgan import DPSACTGAN
     from dpsynth.models.dp_tldm import DPTLDM
     from dpsynth.models.dp_vae import DPVAE, TVAE
+    from dpsynth.models.dp_wgan import DPGAN, DPWGAN
     from dpsynth.models.dtgan import DTGANDiscriminator, DTGANGenerator
     from dpsynth.models.gaussian_copula import GaussianCopula
     from dpsynth.models.marginals import Marginals
@@ -61,6 +62,8 @@ __all__ = [
     "TVAE",
     "GaussianCopula",
     "PATEGAN",
+    "DPWGAN",
+    "DPGAN",
     "PrivacyBudget",
     "Dataset",
     "check_synthesizer",
@@ -106,6 +109,8 @@ _LAZY = {
     "TVAE": "dpsynth.models.dp_vae",
     "GaussianCopula": "dpsynth.models.gaussian_copula",
     "PATEGAN": "dpsynth.models.pate_gan",
+    "DPWGAN": "dpsynth.models.dp_wgan",
+    "DPGAN": "dpsynth.models.dp_wgan",
     "PrivacyBudget": "dpsynth.privacy.budget",
     "Dataset": "dpsynth.datasets",
     "check_synthesizer": "dpsynth.models.checks",

@@ -35,6 +35,8 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "dp-vae": ("dpsynth.models.dp_vae", ("metadata", "vae")),
     "tvae": ("dpsynth.models.dp_vae", ("metadata", "vae")),
     "pate-gan": ("dpsynth.models.pate_gan", ("metadata", "pate")),
+    "dp-wgan": ("dpsynth.models.dp_wgan", ("metadata", "gan")),
+    "dp-gan": ("dpsynth.models.dp_wgan", ("metadata", "gan")),
     "gaussian-copula": ("dpsynth.models.gaussian_copula", ("metadata", "copula")),
 }
 _MODULES = tuple(module for module, _ in BUILTIN.values())

@@ -21,6 +21,7 @@ from dpsynth.models.dp_auto_gan import DPAutoGAN
 from dpsynth.models.dp_ctgan import DPCTGAN
 from dpsynth.models.dp_tldm import DPTLDM
 from dpsynth.models.dp_vae import DPVAE
+from dpsynth.models.dp_wgan import DPWGAN
 from dpsynth.models.dtgan import DTGANDiscriminator
 from dpsynth.privacy import PrivacyLedger, dpsgd
 from dpsynth.privacy.audit import audit_dpsgd
@@ -54,7 +55,7 @@ def test_marginals_one_run_audit_catches_the_missing_noise(train):
 
 
 DEEP = {"dp-tldm": DPTLDM, "dp-auto-gan": DPAutoGAN, "dtgan-d": DTGANDiscriminator, "dp-ctgan": DPCTGAN,
-        "dp-vae": DPVAE}
+        "dp-vae": DPVAE, "dp-wgan": DPWGAN}
 
 
 def _released_country_counts(model, canaries) -> np.ndarray:

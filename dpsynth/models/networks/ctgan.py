@@ -3,6 +3,8 @@
 - :class:`ConditionalGenerator`: ``[z, condition]`` -> raw outputs, one block per output span of the table
   transformer (apply :func:`~dpsynth.models.networks.autoencoder.activate` for rows). Hidden layers are CTGAN's
   residual blocks: ``h -> [ReLU(BatchNorm(Linear(h))), h]`` (the block's input is concatenated to its output).
+- :class:`UnconditionalGenerator`: the same residual generator without conditions, ``z`` -> raw outputs (PATE-GAN,
+  DP-WGAN).
 - :class:`Packed` turns a critic of ``pac`` concatenated rows into PacGAN's discriminator (Lin et al. 2018).
 - The discriminator is :class:`~dpsynth.models.networks.gan.Critic` on ``[row, condition]`` (no batch-dependent
   layer, so it can be evaluated one example at a time for per-example clipping); the auxiliary classifier is an
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-__all__ = ["ConditionalGenerator", "AttentionGenerator", "AttentionCritic", "Packed"]
+__all__ = ["ConditionalGenerator", "UnconditionalGenerator", "AttentionGenerator", "AttentionCritic", "Packed"]
 
 
 class _Residual(nn.Module):
@@ -45,6 +47,17 @@ class ConditionalGenerator(nn.Module):
 
     def forward(self, z: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
         return self.out(self.blocks(torch.cat([z, cond], dim=1)))
+
+
+class UnconditionalGenerator(nn.Module):
+    """``z`` (n, noise_dim) -> raw outputs (n, data_dim): :class:`ConditionalGenerator` with no condition."""
+
+    def __init__(self, noise_dim: int, hidden: Sequence[int], data_dim: int):
+        super().__init__()
+        self.net = ConditionalGenerator(noise_dim, 0, hidden, data_dim)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.net(z, z[:, :0])
 
 
 class _AttentionLayer(nn.Module):
