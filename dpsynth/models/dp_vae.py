@@ -87,7 +87,7 @@ class TVAE(DPVAE):
         numeric: str = "mode_specific",
         categorical: str = "onehot",
         latent_dim: int = 128,
-        vae_hidden: int | None = 128,
+        vae_hidden: int = 128,
         vae_layers: int = 2,
         beta: float = 1.0,
         epochs: int = 300,
