@@ -23,8 +23,6 @@ Privacy guarantees (neighbouring relation: add/remove one row):
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 import torch
@@ -33,16 +31,12 @@ from torch import nn
 from dpsynth.errors import InputError
 from dpsynth.models import register
 from dpsynth.models._auto_gan_train import train_gan
-from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
-from dpsynth.models.marginal_map import CategoryWeights
-from dpsynth.models.networks.autoencoder import activate
-from dpsynth.models.networks.ctgan import UnconditionalGenerator
+from dpsynth.models._row_generator import RowGeneratorModel, as_layers
 from dpsynth.models.networks.gan import Critic
 from dpsynth.models.phase import DPPhase, budget_summary, choose_width
 
 __all__ = ["DPWGAN", "DPGAN"]
 
-_SAMPLE_CHUNK = 131_072
 #: sizing rule of the DP phase (dpsynth.models.phase): batches up to 512 rows, at least 1000 critic steps
 LARGEST_BATCH, MIN_STEPS = 512, 1000
 #: the widest critic layer the width rule gives (DP-auto-GAN's, tuned on Adult)
@@ -51,7 +45,7 @@ CALIBRATION_RTOL = 0.01
 
 
 @register
-class DPWGAN(Synthesizer):
+class DPWGAN(RowGeneratorModel):
     """DP-WGAN (module docstring). Hyper-parameters: ``numeric`` (encoding of numbers), ``noise_dim`` /
     ``generator_hidden``, ``critic_hidden`` (``None``: the width rule, two layers of at most 128 and 64),
     ``gan_epochs`` / ``gan_batch_size`` (``None``: up to 512 rows and at least 1000 critic steps), ``critic_iters``
@@ -86,8 +80,8 @@ class DPWGAN(Synthesizer):
     ):
         self.numeric = numeric
         self.noise_dim = noise_dim
-        self.generator_hidden = _as_tuple(generator_hidden)
-        self.critic_hidden = _as_tuple(critic_hidden)
+        self.generator_hidden = as_layers(generator_hidden)
+        self.critic_hidden = as_layers(critic_hidden)
         self.gan_epochs = gan_epochs
         self.gan_batch_size = gan_batch_size
         self.critic_iters = critic_iters
@@ -108,23 +102,10 @@ class DPWGAN(Synthesizer):
         if self.calibration_accountant not in ("pld", "rdp"):
             raise InputError(f"calibration_accountant must be 'pld' or 'rdp'. Found {self.calibration_accountant!r}.")
 
-    def _spans(self) -> list[tuple[int, int, str]]:
-        return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]
-
-    def _build_generator(self, data_dim: int) -> None:
-        self.generator_ = UnconditionalGenerator(self.noise_dim, self.generator_hidden, data_dim)
-
     # ------------------------------------------------------------------ fit
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
-        from dpsynth.data.transformers import TableTransformer
-
         ledger = self.ledger_
-        self.transformer_ = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot")
-        if ledger.non_private:
-            self.transformer_.fit_exact(frame, non_private=True, rng=rng)
-        else:
-            self.transformer_.fit(self.metadata_, rng=rng)
-        x = torch.as_tensor(np.ascontiguousarray(self.transformer_.transform(frame, rng=rng)), dtype=torch.float32)
+        x = self._encode(frame, rng)
         data_dim = x.shape[1]
         gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
         with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
@@ -140,49 +121,8 @@ class DPWGAN(Synthesizer):
         train_gan(self.generator_, nn.Identity(), critic, x, self._spans(), phase=phase, params=self.get_params(),
                   generator=gen, progress=progress)
         del x, critic  # the critic is DP too, but sampling does not need it: not kept, not saved
-        self.generator_.eval()
         self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=[phase], shares={"gan": 1.0})
-        self.category_weights_ = None
-        if self.match_marginals:  # post-processing: generated rows + the DP slot counts of the metadata
-            reference = self._rows(MARGINAL_REFERENCE_ROWS, gen)
-            self.category_weights_ = CategoryWeights.fit(reference, self.transformer_, mode="probs",
-                                                         sigma=float(self.metadata_.sigma or 0.0))
-
-    # ------------------------------------------------------------------ sample
-    @torch.no_grad()
-    def _rows(self, n: int, gen: torch.Generator) -> np.ndarray:
-        """Generated encoded rows: numbers through tanh, categories as probabilities (drawn from on decoding)."""
-        return activate(self.generator_(torch.randn(n, self.noise_dim, generator=gen)), self._spans()).numpy()
-
-    def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
-        gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
-        parts = []
-        for start in range(0, n, _SAMPLE_CHUNK):
-            rows = self._rows(min(_SAMPLE_CHUNK, n - start), gen)
-            if self.category_weights_ is not None:
-                rows = self.category_weights_.apply(rows)
-            parts.append(self.transformer_.inverse_transform(rows, rng=rng, softmax="probs"))
-        if not parts:
-            return self.transformer_.inverse_transform(np.zeros((0, self.transformer_.output_dim), np.float32))
-        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-
-    # ------------------------------------------------------------------ persistence
-    def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        tensors = {f"generator.{k}": v for k, v in self.generator_.state_dict().items()}
-        state = {"transformer": self.transformer_.to_dict(), "budget": self.budget_,
-                 "category_weights": None if self.category_weights_ is None else self.category_weights_.to_dict()}
-        return tensors, state
-
-    def _set_state(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
-        from dpsynth.data.transformers import TableTransformer
-
-        self.transformer_ = TableTransformer.from_dict(state["transformer"])
-        self._build_generator(int(self.transformer_.output_dim))
-        self.generator_.load_state_dict({k[len("generator."):]: v for k, v in tensors.items()}, strict=True)
-        self.generator_.eval()
-        self.budget_ = state["budget"]
-        weights = state.get("category_weights")
-        self.category_weights_ = None if weights is None else CategoryWeights.from_dict(weights)
+        self._fit_category_weights(gen)  # post-processing: the trained generator + the DP slot counts
 
 
 @register
@@ -191,6 +131,8 @@ class DPGAN(DPWGAN):
 
     name = "dp-gan"
 
+    # the whole signature again: hyper-parameters (get_params, clone, the model file) are read off __init__'s
+    # signature, and only critic_loss's default differs
     def __init__(
         self,
         *,
@@ -211,8 +153,3 @@ class DPGAN(DPWGAN):
         match_marginals: bool = False,
     ):
         super().__init__(**{k: v for k, v in locals().items() if k not in ("self", "__class__")})
-
-
-def _as_tuple(value: Any) -> Any:
-    """Layer sizes as a tuple (a list from JSON or the CLI is accepted); anything else is left for check_params."""
-    return tuple(value) if isinstance(value, (list, tuple)) else value

@@ -41,7 +41,6 @@ honestly; it is not a model to release with. The model file keeps the generator 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,17 +50,14 @@ from torch import nn
 
 from dpsynth.errors import InputError
 from dpsynth.models import register
-from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
-from dpsynth.models.marginal_map import CategoryWeights
+from dpsynth.models._row_generator import RowGeneratorModel, as_layers
 from dpsynth.models.networks.autoencoder import activate, mlp
-from dpsynth.models.networks.ctgan import UnconditionalGenerator
 from dpsynth.models.phase import budget_summary, json_number
 from dpsynth.privacy.mechanisms import calibrate_gaussian_queries
 from dpsynth.privacy.pate import L2_SENSITIVITY, noisy_argmax, noisy_vote_sum, pate_event, teacher_votes
 
 __all__ = ["PATEGAN", "TeacherEnsemble"]
 
-_SAMPLE_CHUNK = 131_072
 #: bounds of the teacher-count rule (fewer teachers: votes drown in the noise; more: each sees too few rows)
 FEWEST_TEACHERS, MOST_TEACHERS = 10, 1000
 
@@ -93,7 +89,7 @@ class TeacherEnsemble(nn.Module):
 
 
 @register
-class PATEGAN(Synthesizer):
+class PATEGAN(RowGeneratorModel):
     """PATE-GAN with honest accounting (module docstring). Hyper-parameters: ``numeric`` (encoding of numbers:
     ``"minmax"``, PATE-GAN's, or ``"quantile"`` / ``"mode_specific"``), ``noise_dim`` / ``generator_hidden``,
     ``teacher_hidden`` / ``student_hidden`` (discriminator layers), ``n_teachers`` (``None``: ``n_dp /
@@ -131,9 +127,9 @@ class PATEGAN(Synthesizer):
     ):
         self.numeric = numeric
         self.noise_dim = noise_dim
-        self.generator_hidden = _as_tuple(generator_hidden)
-        self.teacher_hidden = _as_tuple(teacher_hidden)
-        self.student_hidden = _as_tuple(student_hidden)
+        self.generator_hidden = as_layers(generator_hidden)
+        self.teacher_hidden = as_layers(teacher_hidden)
+        self.student_hidden = as_layers(student_hidden)
         self.n_teachers = n_teachers
         self.votes = votes
         self.rows_per_teacher = rows_per_teacher
@@ -160,27 +156,12 @@ class PATEGAN(Synthesizer):
             return int(self.n_teachers)
         return int(min(MOST_TEACHERS, max(FEWEST_TEACHERS, round(n_dp / self.rows_per_teacher))))
 
-    def _spans(self) -> list[tuple[int, int, str]]:
-        return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]
-
-    def _build_generator(self, data_dim: int) -> None:
-        # CTGAN's residual generator: measured on an Adult slice (non-private), a plain MLP generator collapses every
-        # category to one value within 300 iterations; this one keeps the marginals
-        self.generator_ = UnconditionalGenerator(self.noise_dim, self.generator_hidden, data_dim)
-
     # ------------------------------------------------------------------ fit
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
         from tqdm.auto import tqdm
 
-        from dpsynth.data.transformers import TableTransformer
-
         ledger = self.ledger_
-        self.transformer_ = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot")
-        if ledger.non_private:
-            self.transformer_.fit_exact(frame, non_private=True, rng=rng)
-        else:
-            self.transformer_.fit(self.metadata_, rng=rng)
-        x = torch.as_tensor(np.ascontiguousarray(self.transformer_.transform(frame, rng=rng)), dtype=torch.float32)
+        x = self._encode(frame, rng)
         spans, data_dim = self._spans(), x.shape[1]
         gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
         n_dp, spent = float(self.metadata_.n_rows), ledger.epsilon()
@@ -250,19 +231,13 @@ class PATEGAN(Synthesizer):
             self._queries.release()
         self._queries = None
         del x, teachers, owner, order  # the teachers saw private rows without noise: never kept
-        self.generator_.eval()
         mechanism = "gaussian noisy argmax" if self.votes == "argmax" else "gaussian soft vote sum"
         settings = {"mechanism": mechanism, "n_teachers": k, "queries": queries,
                     "vote_noise_std": float(scale), "iterations": self.iterations,
                     "epsilon_after": json_number(ledger.epsilon())}
         self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=[("pate", settings)],
                                       shares={"pate": 1.0})
-        self.category_weights_ = None
-        if self.match_marginals:  # post-processing: generated rows + the DP slot counts of the metadata
-            with torch.no_grad():
-                reference = self._raw_rows(MARGINAL_REFERENCE_ROWS, gen)
-            self.category_weights_ = CategoryWeights.fit(reference, self.transformer_, mode="probs",
-                                                         sigma=float(self.metadata_.sigma or 0.0))
+        self._fit_category_weights(gen)  # post-processing: the trained generator + the DP slot counts
 
     def _answers(self, logits: torch.Tensor, has_rows: torch.Tensor, scale: float,
                  gen: torch.Generator) -> torch.Tensor:
@@ -285,45 +260,3 @@ class PATEGAN(Synthesizer):
             return votes.argmax(1).float()
         return noisy_argmax(votes, mechanism="gaussian", noise_scale=scale, ledger=self._queries, phase="pate",
                             generator=gen).float()
-
-    # ------------------------------------------------------------------ sample
-    @torch.no_grad()
-    def _raw_rows(self, n: int, gen: torch.Generator) -> np.ndarray:
-        """Generator outputs with each span's activation: numbers through tanh, categories as probabilities (drawn
-        from on decoding, after the marginal map's reweighting when there is one)."""
-        return activate(self.generator_(torch.randn(n, self.noise_dim, generator=gen)), self._spans()).numpy()
-
-    def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
-        gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
-        parts = []
-        for start in range(0, n, _SAMPLE_CHUNK):
-            rows = self._raw_rows(min(_SAMPLE_CHUNK, n - start), gen)
-            if self.category_weights_ is not None:
-                rows = self.category_weights_.apply(rows)
-            parts.append(self.transformer_.inverse_transform(rows, rng=rng, softmax="probs"))
-        if not parts:
-            return self.transformer_.inverse_transform(np.zeros((0, self.transformer_.output_dim), np.float32))
-        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-
-    # ------------------------------------------------------------------ persistence
-    def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        tensors = {f"generator.{k}": v for k, v in self.generator_.state_dict().items()}
-        state = {"transformer": self.transformer_.to_dict(), "budget": self.budget_,
-                 "category_weights": None if self.category_weights_ is None else self.category_weights_.to_dict()}
-        return tensors, state
-
-    def _set_state(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
-        from dpsynth.data.transformers import TableTransformer
-
-        self.transformer_ = TableTransformer.from_dict(state["transformer"])
-        self._build_generator(int(self.transformer_.output_dim))
-        self.generator_.load_state_dict({k[len("generator."):]: v for k, v in tensors.items()}, strict=True)
-        self.generator_.eval()
-        self.budget_ = state["budget"]
-        weights = state.get("category_weights")
-        self.category_weights_ = None if weights is None else CategoryWeights.from_dict(weights)
-
-
-def _as_tuple(value: Any) -> Any:
-    """Layer sizes as a tuple (a list from JSON or the CLI is accepted); anything else is left for check_params."""
-    return tuple(value) if isinstance(value, (list, tuple)) else value
