@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time the names belo
     from dpsynth.models.base import Synthesizer
     from dpsynth.models.batch_aim import BatchAIM
     from dpsynth.models.checks import check_synthesizer
+    from dpsynth.models.ctgan import CTGAN
     from dpsynth.models.dp_auto_gan import DPAutoGAN
     from dpsynth.models.dp_ctgan import DPCTGAN
     from dpsynth.models.dp_sactgan import DPSACTGAN
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time the names belo
     from dpsynth.models.gaussian_copula import GaussianCopula
     from dpsynth.models.marginals import Marginals
     from dpsynth.models.mst import MST
+    from dpsynth.models.pate_ctgan import PATECTGAN
     from dpsynth.models.pate_gan import PATEGAN
     from dpsynth.privacy.budget import PrivacyBudget
 
@@ -62,6 +64,8 @@ __all__ = [
     "TVAE",
     "GaussianCopula",
     "PATEGAN",
+    "PATECTGAN",
+    "CTGAN",
     "DPWGAN",
     "DPGAN",
     "PrivacyBudget",
@@ -109,6 +113,8 @@ _LAZY = {
     "TVAE": "dpsynth.models.dp_vae",
     "GaussianCopula": "dpsynth.models.gaussian_copula",
     "PATEGAN": "dpsynth.models.pate_gan",
+    "PATECTGAN": "dpsynth.models.pate_ctgan",
+    "CTGAN": "dpsynth.models.ctgan",
     "DPWGAN": "dpsynth.models.dp_wgan",
     "DPGAN": "dpsynth.models.dp_wgan",
     "PrivacyBudget": "dpsynth.privacy.budget",

@@ -73,9 +73,14 @@ CALIBRATION_RTOL = 0.01
 CRITIC_WIDTH, CLASSIFIER_WIDTH = 128, 64
 
 
-class _ConditionalGAN(Synthesizer):
-    """What the conditional GAN models share: the encoding, sampling with DP-count conditions, the marginal
-    reweighting, and the model file (the generator and the transformer state; no discriminator, no classifier)."""
+class ConditionalGANModel(Synthesizer):
+    """What the conditional GAN models share (``dtgan-d``, ``dtgan-g``, ``dp-ctgan``, ``dp-sactgan``, ``ctgan``): the
+    encoding, sampling with DP-count conditions, the marginal reweighting, and the model file (the generator and
+    the transformer state; no discriminator, no classifier). ``decode``: how sampled category logits become
+    categories - ``"argmax"`` (the most likely one; the DP models' default) or ``"logits"`` (a draw from their
+    softmax: CTGAN's Gumbel-softmax followed by argmax is such a draw)."""
+
+    decode: str = "argmax"
 
     noise_dim: int
     generator_hidden: tuple[int, ...]
@@ -167,7 +172,7 @@ class _ConditionalGAN(Synthesizer):
             rows = self._generate(min(_SAMPLE_CHUNK, n - start), gen)
             if self.category_weights_ is not None:
                 rows = self.category_weights_.apply(rows, inplace=True)  # rows: ours
-            parts.append(self.transformer_.inverse_transform(rows, rng=rng, softmax="argmax"))
+            parts.append(self.transformer_.inverse_transform(rows, rng=rng, softmax=self.decode))
         if not parts:
             return self.transformer_.inverse_transform(np.zeros((0, self.transformer_.output_dim), np.float32))
         return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
@@ -199,7 +204,7 @@ class _ConditionalGAN(Synthesizer):
 
 
 @register
-class DTGANDiscriminator(_ConditionalGAN):
+class DTGANDiscriminator(ConditionalGANModel):
     """DTGAN_D with honest accounting (see the module docstring). Keyword-only hyper-parameters, named as in every
     dpsynth model (``<phase>_epochs``, ``<phase>_batch_size``, ``<phase>_max_grad_norm``, ``<phase>_share``).
 
@@ -307,7 +312,7 @@ class DTGANDiscriminator(_ConditionalGAN):
         self._fit_category_weights(gen)
 
 @register
-class DTGANGenerator(_ConditionalGAN):
+class DTGANGenerator(ConditionalGANModel):
     """DTGAN_G (seed 002 §3.3) with honest accounting: ``n_shards`` discriminators trained WITHOUT DP on disjoint
     shards of the rows (each row's shard drawn i.i.d. uniformly), and a generator that sees them only through the
     gradient sanitizer (GS-WGAN's hook, :mod:`dpsynth.privacy.sanitizer`).

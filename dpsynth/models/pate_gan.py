@@ -169,8 +169,9 @@ class PATEGAN(RowGeneratorModel):
         with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
             torch.manual_seed(int(rng.integers(2**62)))
             self._build_generator(data_dim)
-            teachers = TeacherEnsemble(k, data_dim, self.teacher_hidden or ())
-            student = mlp(data_dim, self.student_hidden, 1)
+            in_dim = data_dim + self._condition_dim()
+            teachers = TeacherEnsemble(k, in_dim, self.teacher_hidden or ())
+            student = mlp(in_dim, self.student_hidden, 1)
         queries = self.iterations * self.student_iters * self.batch_size
         # the noise of one answer: the sensitivity-1 sigma of all queries (soft votes: a sum of scores in [0, 1]),
         # times sqrt 2 for the argmax's two vote counts (L2 sensitivity of the histogram)
@@ -194,8 +195,7 @@ class PATEGAN(RowGeneratorModel):
         bce = nn.functional.binary_cross_entropy_with_logits
 
         def generated(m: int) -> torch.Tensor:
-            raw = self.generator_(torch.randn(m, self.noise_dim, generator=gen))
-            return activate(raw, spans, gumbel_tau=self.gumbel_tau, generator=gen)
+            return self._generated(m, spans, gen)[0]
 
         mb = self.teacher_batch_size
         for _ in tqdm(range(self.iterations), desc="pate-gan", disable=not progress, leave=False):
@@ -205,6 +205,7 @@ class PATEGAN(RowGeneratorModel):
                 pick = (torch.rand(k, mb, generator=gen) * sizes[:, None]).long()
                 real = x[order[(starts[:, None] + pick).clamp(max=max(len(x) - 1, 0))]] if len(x) else \
                     torch.zeros(k, mb, data_dim)
+                real = self._with_conditions(real, gen)
                 with torch.no_grad():
                     fake = generated(mb)
                 real_loss = (bce(teachers(real), torch.ones(k, mb), reduction="none") * has_rows).mean()
@@ -223,7 +224,8 @@ class PATEGAN(RowGeneratorModel):
                 opt_s.zero_grad(set_to_none=True)
                 loss.backward()
                 opt_s.step()
-            loss = bce(student(generated(self.batch_size)).squeeze(-1), torch.ones(self.batch_size))
+            fake, condition_loss = self._generated(self.batch_size, spans, gen)
+            loss = bce(student(fake).squeeze(-1), torch.ones(self.batch_size)) + condition_loss
             opt_g.zero_grad(set_to_none=True)
             loss.backward()
             opt_g.step()
@@ -238,6 +240,20 @@ class PATEGAN(RowGeneratorModel):
         self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=[("pate", settings)],
                                       shares={"pate": 1.0})
         self._fit_category_weights(gen)  # post-processing: the trained generator + the DP slot counts
+
+    # ------------------------------------------------------------------ what pate-ctgan changes
+    def _condition_dim(self) -> int:
+        """Width of the condition the discriminators see beside a row (none here)."""
+        return 0
+
+    def _generated(self, m: int, spans, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """``m`` generated rows as the discriminators see them, and the generator's extra loss (none here)."""
+        raw = self.generator_(torch.randn(m, self.noise_dim, generator=gen))
+        return activate(raw, spans, gumbel_tau=self.gumbel_tau, generator=gen), raw.new_zeros(())
+
+    def _with_conditions(self, real: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        """Teachers' real rows (k, mb, d) as the discriminators see them (unchanged here)."""
+        return real
 
     def _answers(self, logits: torch.Tensor, has_rows: torch.Tensor, scale: float,
                  gen: torch.Generator) -> torch.Tensor:

@@ -85,6 +85,7 @@ AUDIT_PARAMS = {
     # PATE-GAN's generator never sees a row (only votes of 10 teachers), so the non-private run leaks through its
     # exact category counts, which the marginal map puts into the samples: measured 20/20 (eps_LB 1.82) in 10 s
     "pate-gan": ({"match_marginals": True}, {}),
+    "pate-ctgan": ({"match_marginals": True}, {}),
     # DP-WGAN / DP-GAN: the generator writes rows, but a few epochs do not memorise once-seen tags; the marginal
     # map (probabilities mode) puts the non-private fit's exact tag counts into the samples
     "dp-wgan": ({}, {"match_marginals": True}),

@@ -1,4 +1,5 @@
-"""PATE-GAN (issue 20): disjoint teachers, noisy votes charged to the ledger, a student that never sees a real row.
+"""PATE-GAN and PATE-CTGAN (issue 20): disjoint teachers, noisy votes charged to the ledger, a student that never
+sees a real row.
 
 The contract runs in tests/models/test_contract.py and the canary-tag audit in tests/attacks/test_attack_contract.py;
 the vote mechanism itself (sensitivity, events, charging before release) in tests/privacy/test_pate.py."""
@@ -15,6 +16,7 @@ from scipy import stats
 
 from dpsynth.models import get_model_class, model_phases
 from dpsynth.models import pate_gan as pate_gan_module
+from dpsynth.models.pate_ctgan import PATECTGAN
 from dpsynth.models.pate_gan import PATEGAN, TeacherEnsemble
 from dpsynth.privacy import pate
 
@@ -110,3 +112,31 @@ def test_non_private_mode_records_exact_votes(small, adult_schema):
     assert math.isinf(model.epsilon_) and model.budget_["phases"]["pate"]["vote_noise_std"] == 0.0
     assert all(isinstance(e.event, dp_event.NonPrivateDpEvent) for e in model.ledger_.entries)
     assert len(model.sample(50, seed=0)) == 50
+
+
+# ---------------------------------------------------------------------------------------------- pate-ctgan
+def test_pate_ctgan_conditions_are_read_off_each_teachers_rows(small, adult_schema, tmp_path):
+    """PATE-CTGAN: the teachers' real rows carry a condition taken from the row itself (one of its own categories),
+    so a teacher's input stays a function of its partition; the votes are charged as PATE-GAN's."""
+    assert get_model_class("pate-ctgan") is PATECTGAN and model_phases("pate-ctgan") == ("metadata", "pate")
+    fast = dict(PATECTGAN.fast_params)
+    model = PATECTGAN(**fast).fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    settings = model.budget_["phases"]["pate"]
+    entries = [e for e in model.ledger_.entries if e.phase == "pate"]
+    assert sum(e.count for e in entries) == fast["iterations"] * 3 * fast["batch_size"] == settings["queries"]
+    assert all(e.event == dp_event.GaussianDpEvent(settings["vote_noise_std"]) for e in entries)
+    assert 0.95 < model.ledger_.epsilon() <= 1.0 + 1e-9
+
+    rows = torch.as_tensor(model.transformer_.transform(small.head(60)), dtype=torch.float32).reshape(3, 20, -1)
+    seen = model._with_conditions(rows, torch.Generator().manual_seed(0))
+    d, conditions = rows.shape[2], model.conditions_
+    assert seen.shape == (3, 20, d + conditions.dim) and torch.equal(seen[..., :d], rows)
+    cond = seen[..., d:].reshape(60, -1)
+    flat = rows.reshape(60, d)
+    assert torch.equal(cond.sum(1), torch.ones(60))  # one category of one column per row
+    for j, span in enumerate(conditions.spans):  # the chosen category is the row's own
+        block = cond[:, conditions.offsets[j]:conditions.offsets[j + 1]]
+        chosen = block.sum(1) > 0
+        assert torch.equal(block[chosen], flat[chosen, span.start:span.end])
+    loaded = PATECTGAN.load(model.save(tmp_path / "pate-ctgan.dpsynth"))
+    assert loaded.sample(200, seed=3).equals(model.sample(200, seed=3))

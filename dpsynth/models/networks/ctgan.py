@@ -5,6 +5,9 @@
   residual blocks: ``h -> [ReLU(BatchNorm(Linear(h))), h]`` (the block's input is concatenated to its output).
 - :class:`UnconditionalGenerator`: the same residual generator without conditions, ``z`` -> raw outputs (PATE-GAN,
   DP-WGAN).
+- :class:`DropoutDiscriminator`: CTGAN's own discriminator (Linear, LeakyReLU(0.2), Dropout(0.5) per hidden layer,
+  PacGAN packs), for the non-private ``ctgan`` only (the DP models keep
+  :class:`~dpsynth.models.networks.gan.Critic`, whose per-example gradients the audits cover).
 - :class:`Packed` turns a critic of ``pac`` concatenated rows into PacGAN's discriminator (Lin et al. 2018).
 - The discriminator is :class:`~dpsynth.models.networks.gan.Critic` on ``[row, condition]`` (no batch-dependent
   layer, so it can be evaluated one example at a time for per-example clipping); the auxiliary classifier is an
@@ -18,7 +21,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-__all__ = ["ConditionalGenerator", "UnconditionalGenerator", "AttentionGenerator", "AttentionCritic", "Packed"]
+__all__ = ["ConditionalGenerator", "UnconditionalGenerator", "AttentionGenerator", "AttentionCritic", "Packed",
+           "DropoutDiscriminator"]
 
 
 class _Residual(nn.Module):
@@ -148,3 +152,20 @@ class Packed(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.critic(x.reshape(x.shape[0] // self.pac, self.pac * x.shape[1]))
+
+
+class DropoutDiscriminator(nn.Module):
+    """CTGAN's discriminator: packs of ``pac`` rows of width ``input_dim``, ``(B, input_dim) -> (B / pac,)``; each
+    hidden layer is Linear, LeakyReLU(0.2), Dropout(``dropout``)."""
+
+    def __init__(self, input_dim: int, hidden: Sequence[int], pac: int, dropout: float = 0.5):
+        super().__init__()
+        self.pac = int(pac)
+        dim, layers = self.pac * int(input_dim), []
+        for width in hidden:
+            layers += [nn.Linear(dim, int(width)), nn.LeakyReLU(0.2), nn.Dropout(float(dropout))]
+            dim = int(width)
+        self.net = nn.Sequential(*layers, nn.Linear(dim, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x.reshape(x.shape[0] // self.pac, self.pac * x.shape[1])).squeeze(-1)
