@@ -198,7 +198,7 @@ class PATEGAN(RowGeneratorModel):
             return self._generated(m, spans, gen)[0]
 
         mb = self.teacher_batch_size
-        for _ in tqdm(range(self.iterations), desc="pate-gan", disable=not progress, leave=False):
+        for _ in tqdm(range(self.iterations), desc=self.name, disable=not progress, leave=False):
             if self._queries is not None and self._queries.remaining < self.student_iters * self.batch_size:
                 break  # never happens with the calibrated plan; stops before the target would be exceeded
             for _ in range(self.teacher_iters):  # inside the mechanism: each teacher on its own partition
