@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time the names belo
     from dpsynth.models.dp_auto_gan import DPAutoGAN
     from dpsynth.models.dp_ctgan import DPCTGAN
     from dpsynth.models.dp_sactgan import DPSACTGAN
+    from dpsynth.models.dp_syn import DPSYN
     from dpsynth.models.dp_tldm import DPTLDM
     from dpsynth.models.dp_vae import DPVAE, TVAE
     from dpsynth.models.dp_wgan import DPGAN, DPWGAN
@@ -61,6 +62,7 @@ __all__ = [
     "DPSACTGAN",
     "DPCTGAN",
     "DPVAE",
+    "DPSYN",
     "TVAE",
     "GaussianCopula",
     "PATEGAN",
@@ -110,6 +112,7 @@ _LAZY = {
     "DPSACTGAN": "dpsynth.models.dp_sactgan",
     "DPCTGAN": "dpsynth.models.dp_ctgan",
     "DPVAE": "dpsynth.models.dp_vae",
+    "DPSYN": "dpsynth.models.dp_syn",
     "TVAE": "dpsynth.models.dp_vae",
     "GaussianCopula": "dpsynth.models.gaussian_copula",
     "PATEGAN": "dpsynth.models.pate_gan",

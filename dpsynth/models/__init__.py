@@ -34,6 +34,7 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "dp-ctgan": ("dpsynth.models.dp_ctgan", ("metadata", "gan")),
     "dp-vae": ("dpsynth.models.dp_vae", ("metadata", "vae")),
     "tvae": ("dpsynth.models.dp_vae", ("metadata", "vae")),
+    "dp-syn": ("dpsynth.models.dp_syn", ("metadata", "autoencoder", "em")),
     "pate-gan": ("dpsynth.models.pate_gan", ("metadata", "pate")),
     "pate-ctgan": ("dpsynth.models.pate_ctgan", ("metadata", "pate")),
     "dp-wgan": ("dpsynth.models.dp_wgan", ("metadata", "gan")),
