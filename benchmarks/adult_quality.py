@@ -219,10 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     train, test = load("adult").split()
     if args.rows:
         train = train.sample(n=args.rows, random_state=0).reset_index(drop=True)
-    params = {}
-    for kv in args.param:
-        k, _, v = kv.partition("=")
-        params[k] = _parse_value(v)
+    params = parse_params(args.param)
     registered = set(available_models())
     models = [m for m in args.models.split(",") if m]
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -250,6 +247,15 @@ def main(argv: list[str] | None = None) -> None:
     print("|" + "---|" * (len(COLUMNS) + 2))
     for line in rows_out:
         print(line)
+
+
+def parse_params(pairs: list[str]) -> dict:
+    """``--param NAME=VALUE`` pairs as a dict (numbers, booleans, comma lists parsed); peers_marginals uses it too."""
+    params = {}
+    for kv in pairs:
+        k, _, v = kv.partition("=")
+        params[k] = _parse_value(v)
+    return params
 
 
 def _parse_value(v: str):

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 PEERS = ("sn-mst", "sn-aim", "sn-dpctgan", "sn-patectgan", "sdv-ctgan")
-#: rows sampled from smartnoise's GANs, which release no DP row count (a public constant, not Adult's count)
+#: rows sampled from the GAN peers, which release no DP row count (a public constant, not Adult's count)
 GAN_PEER_ROWS = 30_000
 
 
@@ -103,7 +103,7 @@ def ctgan_worker(args: argparse.Namespace, train, spec: dict) -> None:
     synth = CTGAN(epochs=args.epochs)
     synth.fit(train, discrete_columns=spec["categorical"])
     fit_s = time.perf_counter() - start
-    synth.sample(len(train)).to_csv(args.out, index=False)  # non-private: the exact count is no leak here
+    synth.sample(GAN_PEER_ROWS).to_csv(args.out, index=False)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     Path(args.out + ".json").write_text(json.dumps({"fit_s": fit_s, "peak_gb": peak}))
 
@@ -138,7 +138,7 @@ def main() -> None:
     ap.add_argument("--peer-python", help="a Python with smartnoise-synth installed (needed for sn-* models)")
     ap.add_argument("--ctgan-python", help="a Python with the ctgan package installed (needed for sdv-ctgan)")
     ap.add_argument("--epochs", type=int, default=300, help="epochs of sdv-ctgan (the ctgan package's default: 300)")
-    ap.add_argument("--param", action="append", default=[], help="dpsynth hyper-parameter NAME=VALUE (JSON value)")
+    ap.add_argument("--param", action="append", default=[], help="dpsynth hyper-parameter NAME=VALUE (repeatable)")
     ap.add_argument("--peer-sampler", choices=["round", "iid"], default="iid")
     ap.add_argument("--preprocessor-share", type=float, default=0.1)
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per fit before it is stopped")
@@ -157,19 +157,13 @@ def main() -> None:
     import pandas as pd
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from adult_quality import marginal_tvd, utility
+    from adult_quality import marginal_tvd, parse_params, utility
 
     from dpsynth import datasets
 
     adult = datasets.load("adult")
     train, test, schema = adult.train, adult.test, adult.schema
-    params = {}
-    for item in args.param:
-        key, _, value = item.partition("=")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
+    params = parse_params(args.param)
     spec = {"categorical": [c.name for c in schema.columns if c.is_discrete],
             "continuous": [c.name for c in schema.columns if not c.is_discrete]}
     print(f"{'model':<12}{'seed':>5}{'fit_s':>9}{'peak_gb':>9}{'xgb_auc':>9}{'xgb_acc':>9}{'tvd1':>8}{'tvd2':>8}  note",
