@@ -15,6 +15,8 @@ Examples::
     python benchmarks/adult_quality.py                                  # everything, 3 seeds (long)
     python benchmarks/adult_quality.py --models dp-tldm --seeds 0 --epsilon 1
     python benchmarks/adult_quality.py --models dp-tldm --epsilon inf --rows 5000
+    python benchmarks/adult_quality.py --models all --epsilon 1,inf      # every model (non-private ones at inf)
+    python benchmarks/adult_quality.py --paper dp-tldm --seeds 0         # seed 004's tables (paper_tables.py)
 
 The "real" row (XGBoost / LR trained on the real train split) is printed once as the reference.
 
@@ -199,10 +201,11 @@ def _fmt(values: list[float]) -> str:
 def main(argv: list[str] | None = None) -> None:
     import torch
 
-    from dpsynth.models import available_models
+    from dpsynth.models import available_models, get_model_class
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default="dp-tldm,dp-auto-gan,marginals", help="comma-separated model names")
+    ap.add_argument("--models", default="dp-tldm,dp-auto-gan,marginals",
+                    help="comma-separated model names, or 'all' (every registered model)")
     ap.add_argument("--epsilon", default="1,inf", help="comma-separated epsilons; 'inf' = non-private mode")
     ap.add_argument("--delta", type=float, default=1e-5)
     ap.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
@@ -211,7 +214,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--progress", action="store_true", help="show training progress bars")
     ap.add_argument("--param", action="append", default=[],
                     help="hyper-parameter key=value passed to every selected model (repeatable)")
+    ap.add_argument("--paper", choices=("dp-tldm", "dp-auto-gan", "dtgan", "dp-sactgan"),
+                    help="print the rows this seed paper's tables need beside its published numbers "
+                         "(benchmarks/paper_tables.py; --models, --seeds, --threads, --param apply)")
+    ap.add_argument("--datasets", default="", help="with --paper: comma-separated datasets")
     args = ap.parse_args(argv)
+    if args.paper:
+        from paper_tables import main as paper_main
+
+        paper_args = ["--paper", args.paper, "--seeds", args.seeds, "--threads", str(args.threads),
+                      "--datasets", args.datasets]
+        if args.models != ap.get_default("models"):
+            paper_args += ["--models", args.models]
+        for kv in args.param:
+            paper_args += ["--param", kv]
+        paper_main(paper_args)
+        return
     torch.set_num_threads(args.threads)
 
     from dpsynth.datasets import load
@@ -221,7 +239,7 @@ def main(argv: list[str] | None = None) -> None:
         train = train.sample(n=args.rows, random_state=0).reset_index(drop=True)
     params = parse_params(args.param)
     registered = set(available_models())
-    models = [m for m in args.models.split(",") if m]
+    models = sorted(registered) if args.models == "all" else [m for m in args.models.split(",") if m]
     seeds = [int(s) for s in args.seeds.split(",")]
     epsilons = [math.inf if e.strip() == "inf" else float(e) for e in args.epsilon.split(",")]
 
@@ -233,6 +251,8 @@ def main(argv: list[str] | None = None) -> None:
         if model_name not in registered:
             print(f"skip {model_name}: not registered (available: {', '.join(sorted(registered))})", flush=True)
             continue
+        if math.isfinite(eps) and not get_model_class(model_name).supports_dp:
+            continue  # a non-private reference (ctgan, tvae, tabddpm, ...): epsilon = inf only
         runs = []
         for seed in seeds:
             r = run_one(model_name, train, test, epsilon=eps, delta=args.delta, seed=seed,

@@ -32,11 +32,13 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time the names belo
     from dpsynth.models.base import Synthesizer
     from dpsynth.models.batch_aim import BatchAIM
     from dpsynth.models.checks import check_synthesizer
+    from dpsynth.models.ctab_gan_plus import CTABGANPlus
     from dpsynth.models.ctgan import CTGAN
     from dpsynth.models.dp_auto_gan import DPAutoGAN
     from dpsynth.models.dp_ctgan import DPCTGAN
     from dpsynth.models.dp_sactgan import DPSACTGAN
     from dpsynth.models.dp_syn import DPSYN
+    from dpsynth.models.dp_tabddpm import DPTabDDPM, TabDDPM
     from dpsynth.models.dp_tldm import DPTLDM
     from dpsynth.models.dp_vae import DPVAE, TVAE
     from dpsynth.models.dp_wgan import DPGAN, DPWGAN
@@ -63,11 +65,14 @@ __all__ = [
     "DPCTGAN",
     "DPVAE",
     "DPSYN",
+    "DPTabDDPM",
+    "TabDDPM",
     "TVAE",
     "GaussianCopula",
     "PATEGAN",
     "PATECTGAN",
     "CTGAN",
+    "CTABGANPlus",
     "DPWGAN",
     "DPGAN",
     "PrivacyBudget",
@@ -113,11 +118,14 @@ _LAZY = {
     "DPCTGAN": "dpsynth.models.dp_ctgan",
     "DPVAE": "dpsynth.models.dp_vae",
     "DPSYN": "dpsynth.models.dp_syn",
+    "DPTabDDPM": "dpsynth.models.dp_tabddpm",
+    "TabDDPM": "dpsynth.models.dp_tabddpm",
     "TVAE": "dpsynth.models.dp_vae",
     "GaussianCopula": "dpsynth.models.gaussian_copula",
     "PATEGAN": "dpsynth.models.pate_gan",
     "PATECTGAN": "dpsynth.models.pate_ctgan",
     "CTGAN": "dpsynth.models.ctgan",
+    "CTABGANPlus": "dpsynth.models.ctab_gan_plus",
     "DPWGAN": "dpsynth.models.dp_wgan",
     "DPGAN": "dpsynth.models.dp_wgan",
     "PrivacyBudget": "dpsynth.privacy.budget",

@@ -35,11 +35,14 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "dp-vae": ("dpsynth.models.dp_vae", ("metadata", "vae")),
     "tvae": ("dpsynth.models.dp_vae", ("metadata", "vae")),
     "dp-syn": ("dpsynth.models.dp_syn", ("metadata", "autoencoder", "em")),
+    "dp-tabddpm": ("dpsynth.models.dp_tabddpm", ("metadata", "diffusion")),
+    "tabddpm": ("dpsynth.models.dp_tabddpm", ("metadata", "diffusion")),
     "pate-gan": ("dpsynth.models.pate_gan", ("metadata", "pate")),
     "pate-ctgan": ("dpsynth.models.pate_ctgan", ("metadata", "pate")),
     "dp-wgan": ("dpsynth.models.dp_wgan", ("metadata", "gan")),
     "dp-gan": ("dpsynth.models.dp_wgan", ("metadata", "gan")),
     "ctgan": ("dpsynth.models.ctgan", ("metadata", "gan")),
+    "ctab-gan-plus": ("dpsynth.models.ctab_gan_plus", ("metadata", "gan")),
     "gaussian-copula": ("dpsynth.models.gaussian_copula", ("metadata", "copula")),
 }
 _MODULES = tuple(module for module, _ in BUILTIN.values())

@@ -18,7 +18,7 @@ from torch import nn
 
 from dpsynth.models.networks.vae import mlp
 
-__all__ = ["noise_schedule", "Denoiser", "ddim_sample"]
+__all__ = ["noise_schedule", "Denoiser", "ddim_sample", "ddim_step"]
 
 
 def noise_schedule(steps: int, kind: str = "cosine") -> torch.Tensor:
@@ -59,6 +59,21 @@ class Denoiser(nn.Module):
         return ((self(zt, t) - eps) ** 2).sum(-1)
 
 
+def ddim_step(z: torch.Tensor, eps: torch.Tensor, a_t: torch.Tensor, a_s: torch.Tensor, *, eta: float,
+              clip: float, generator: torch.Generator | None) -> torch.Tensor:
+    """One reverse step from ``t`` to ``s < t`` (``a_t``, ``a_s``: alpha-bar there) given the predicted noise.
+
+    The predicted clean value is clamped to ``[-clip, clip]`` (large errors at t ~ T are amplified by
+    ``1 / sqrt(alpha_bar_t)``) and the noise re-derived from it; ``eta`` scales the fresh noise (none at s = 0)."""
+    z0 = ((z - (1 - a_t).sqrt() * eps) / a_t.sqrt()).clamp(-clip, clip)
+    eps = (z - a_t.sqrt() * z0) / (1 - a_t).sqrt()
+    sigma = eta * ((1 - a_s) / (1 - a_t) * (1 - a_t / a_s)).clamp(min=0).sqrt()
+    z = a_s.sqrt() * z0 + (1 - a_s - sigma**2).clamp(min=0).sqrt() * eps
+    if a_s < 1 and eta > 0:
+        z = z + sigma * torch.randn(z.shape, generator=generator)
+    return z
+
+
 @torch.no_grad()
 def ddim_sample(model: Denoiser, n: int, *, alpha_bar: torch.Tensor, steps: int, eta: float = 1.0,
                 generator: torch.Generator | None = None, clip: float = 5.0,
@@ -76,14 +91,7 @@ def ddim_sample(model: Denoiser, n: int, *, alpha_bar: torch.Tensor, steps: int,
         m = min(batch_size, n - start)
         z = torch.randn((m, model.latent_dim), generator=generator)
         for t, s in zip(ts[:-1], ts[1:]):
-            a_t, a_s = ab[t], ab[s]
             eps = model(z, torch.full((m,), t / total))
-            # Predicted z0, clamped (large errors at t ~ T are amplified by 1/sqrt(alpha_bar_t)); eps re-derived.
-            z0 = ((z - (1 - a_t).sqrt() * eps) / a_t.sqrt()).clamp(-clip, clip)
-            eps = (z - a_t.sqrt() * z0) / (1 - a_t).sqrt()
-            sigma = eta * ((1 - a_s) / (1 - a_t) * (1 - a_t / a_s)).clamp(min=0).sqrt()
-            z = a_s.sqrt() * z0 + (1 - a_s - sigma**2).clamp(min=0).sqrt() * eps
-            if s > 0 and eta > 0:
-                z = z + sigma * torch.randn(z.shape, generator=generator)
+            z = ddim_step(z, eps, ab[t], ab[s], eta=eta, clip=clip, generator=generator)
         out.append(z)
     return torch.cat(out) if out else torch.empty((0, model.latent_dim))
