@@ -33,6 +33,7 @@ import pandas as pd
 import torch
 
 from dpsynth.data.transformers import TableTransformer
+from dpsynth.errors import InputError
 from dpsynth.models import register
 from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
 from dpsynth.models.marginal_map import CategoryWeights
@@ -68,7 +69,9 @@ class DPTabDDPM(Synthesizer):
         batch_size, epochs: expected Poisson batch and passes of the DP phase (``None``: the sizing rule, batches
             up to 4096 rows and at least 128 steps).
         max_grad_norm, learning_rate: DP-SGD's clipping norm and Adam's step size.
-        diffusion_steps, schedule: T and the schedule (``"cosine"`` or ``"linear"``) of both processes.
+        diffusion_steps, schedule: T and the schedule (``"cosine"`` or ``"linear"``) of both processes. T = 100 and
+            a learning rate of 1e-2 beat TabDDPM's T = 1000 and 2e-3 under DP-SGD's few noisy steps on Adult at
+            epsilon 1 (XGBoost AUC 0.70 against 0.65 and 0.51; README).
         sample_steps, sample_eta: reverse steps used when sampling (strided) and the numbers' DDIM eta.
         noise_draws: (step, noise) draws per row whose losses are averaged before clipping (noise multiplicity,
             Dockhorn et al. 2022): less variance in the clipped gradient at the same privacy cost (the draws are
@@ -116,8 +119,6 @@ class DPTabDDPM(Synthesizer):
         self.match_marginals = match_marginals
 
     def _check_params(self) -> None:
-        from dpsynth.errors import InputError
-
         if self.schedule not in ("cosine", "linear"):
             raise InputError(f"schedule must be 'cosine' or 'linear'. Found {self.schedule!r}.")
 
