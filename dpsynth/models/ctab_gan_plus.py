@@ -197,12 +197,7 @@ class CTABGANPlus(ConditionalGANModel):
             for _ in range(steps_per_epoch):
                 # discriminator: real rows drawn given shuffled conditions (training-by-sampling)
                 cond, cond_batch = conditions.public(batch, gen, plain=False)
-                if cond_batch is not None:
-                    perm = torch.randperm(batch, generator=gen)
-                    real_cond = cond[perm]
-                    real = x[by_category.draw(torch.from_numpy(cond_batch.output_index)[perm], gen)]
-                else:
-                    real_cond, real = cond, x[torch.randint(len(x), (batch,), generator=gen)]
+                real, real_cond = by_category.real_batch(x, cond, cond_batch, gen)
                 with torch.no_grad():
                     fake, _ = fake_rows(cond)
                 real_in, fake_in = torch.cat([real, real_cond], 1), torch.cat([fake, cond], 1)

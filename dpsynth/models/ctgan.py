@@ -77,6 +77,16 @@ class RowsByCategory:
         position = self.start[columns] + torch.minimum((u * count).long(), (count - 1).clamp(min=0))
         return torch.where(count > 0, self.rows[position.clamp(max=len(self.rows) - 1)], anywhere)
 
+    def real_batch(self, x: torch.Tensor, cond: torch.Tensor, cond_batch,
+                   generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """Training-by-sampling's real half of a discriminator batch: the conditions ``cond`` (drawn for the fake
+        half) shuffled, and for each a row of ``x`` that holds it; ``(rows, their conditions)``. A table with no
+        categorical column (``cond_batch`` is None) gets uniform rows under the unshuffled (empty) conditions."""
+        if cond_batch is None:
+            return x[torch.randint(len(x), (len(cond),), generator=generator)], cond
+        perm = torch.randperm(len(cond), generator=generator)
+        return x[self.draw(torch.from_numpy(cond_batch.output_index)[perm], generator)], cond[perm]
+
 
 @register
 class CTGAN(ConditionalGANModel):
@@ -168,13 +178,7 @@ class CTGAN(ConditionalGANModel):
                 for _ in range(self.critic_iters):
                     with torch.no_grad():
                         fake, _, cond, cond_batch = fake_rows()
-                    if cond_batch is not None:  # training-by-sampling: real rows given shuffled conditions
-                        perm = torch.randperm(batch, generator=gen)
-                        real_cond = cond[perm]
-                        real = x[by_category.draw(torch.from_numpy(cond_batch.output_index)[perm], gen)]
-                    else:  # no categorical column: uniform rows, no condition
-                        real_cond = cond
-                        real = x[torch.randint(len(x), (batch,), generator=gen)]
+                    real, real_cond = by_category.real_batch(x, cond, cond_batch, gen)  # training-by-sampling
                     real_in, fake_in = torch.cat([real, real_cond], 1), torch.cat([fake, cond], 1)
                     loss = (critic(fake_in).mean() - critic(real_in).mean()
                             + self.gp_weight * _pack_penalty(critic, real_in, fake_in, pac, gen))

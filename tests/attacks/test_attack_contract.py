@@ -117,6 +117,15 @@ AUDIT_PARAMS = {
 }
 
 
+# Models whose samples cannot show which canary tags were in the training rows even without noise, so the non-private
+# fit is not caught by this attack (its power check would fail, not its DP check): seed 001's DP-DNN draws the other
+# attributes uniformly over the public categories (every declared tag equally often, seen or not) and predicts only
+# the label; DP-GAN-DNN's inputs are a GAN's rows, which in a few epochs do not memorise once-seen tags (measured: 9
+# and 5 of 20 right guesses non-private, 2026-11-27). Their missing-noise audits are white-box
+# (tests/models/test_noise_off_audits.py: the metadata's DP counts and every DP-SGD phase).
+NO_TAG_CHANNEL = {"dp-dnn", "dp-gan-dnn"}
+
+
 @pytest.mark.slow(reason="two audited fits per DP model, the non-private ones large: ~6 minutes")
 @pytest.mark.ci
 @pytest.mark.parametrize("model", _dp_models())
@@ -135,5 +144,7 @@ def test_every_dp_model_audit_is_below_its_epsilon(adult, adult_schema, model):
     dp = audit_model(model, train, epsilon=1.0, delta=1e-5, params=params, **common)
     assert dp.has_power and dp.max_eps_lb > 1.0, str(dp)
     assert dp.eps_lb <= dp.epsilon <= 1.0 + 1e-9, str(dp)
+    if model in NO_TAG_CHANNEL:  # the release cannot carry a tag's presence, whatever the noise: nothing to catch
+        return
     leaky = audit_model(model, train, epsilon=math.inf, delta=0.0, params={**params, **leaky_extra}, **common)
     assert leaky.eps_lb > 1.0 and leaky.eps_lb >= dp.eps_lb + 0.5, f"{leaky} {leaky.counts}"

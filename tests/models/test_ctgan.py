@@ -37,6 +37,27 @@ def test_rows_by_category_draws_uniformly_among_the_rows_holding_the_category():
     assert (index.draw(torch.tensor([0, 2] * 50), gen).numpy()[1::2] == 3).all()  # the only row with slot 2
 
 
+def test_real_batch_pairs_each_real_row_with_a_condition_it_holds():
+    """The real half of a discriminator batch: the fake half's conditions, shuffled, each beside a row holding it;
+    a table without categorical columns gets uniform rows and its (empty) conditions unchanged."""
+    from types import SimpleNamespace
+
+    slots = np.array([0, 1, 1, 2, 1, 0, 1, 2])
+    x = torch.zeros(len(slots), 3)
+    x[np.arange(len(slots)), slots] = 1.0
+    index = RowsByCategory(x, [_span(0, 3)])
+    gen = torch.Generator().manual_seed(0)
+    wanted = np.array([0, 1, 2] * 100)
+    cond = torch.eye(3)[wanted]
+    real, real_cond = index.real_batch(x, cond, SimpleNamespace(output_index=wanted), gen)
+    assert torch.equal(real, real_cond)  # each row holds exactly the condition it is paired with
+    assert not torch.equal(real_cond, cond)  # shuffled against the fake half
+    assert torch.equal(real_cond.sum(0), cond.sum(0))  # the same conditions
+    empty = torch.zeros(50, 0)
+    rows, same = index.real_batch(x, empty, None, gen)
+    assert same is empty and rows.shape == (50, 3)
+
+
 def test_pack_penalty_is_the_packs_gradient_norm():
     """For a linear critic of packs, w . pack, the gradient with respect to a pack is w everywhere, so the penalty
     is (||w|| - 1)^2 whatever the rows; with pac = 1 each row's gradient is w's slice."""

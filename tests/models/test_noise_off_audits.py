@@ -19,6 +19,7 @@ from noise_off import noise_off
 from dpsynth.attacks.audit import audit_model
 from dpsynth.models.dp_auto_gan import DPAutoGAN
 from dpsynth.models.dp_ctgan import DPCTGAN
+from dpsynth.models.dp_dnn import DPDNN, DPGANDNN
 from dpsynth.models.dp_tabddpm import DPTabDDPM
 from dpsynth.models.dp_tldm import DPTLDM
 from dpsynth.models.dp_vae import DPVAE
@@ -56,7 +57,7 @@ def test_marginals_one_run_audit_catches_the_missing_noise(train):
 
 
 DEEP = {"dp-tldm": DPTLDM, "dp-auto-gan": DPAutoGAN, "dtgan-d": DTGANDiscriminator, "dp-ctgan": DPCTGAN,
-        "dp-vae": DPVAE, "dp-wgan": DPWGAN, "dp-tabddpm": DPTabDDPM}
+        "dp-vae": DPVAE, "dp-wgan": DPWGAN, "dp-tabddpm": DPTabDDPM, "dp-dnn": DPDNN, "dp-gan-dnn": DPGANDNN}
 
 
 def _released_country_counts(model, canaries) -> np.ndarray:

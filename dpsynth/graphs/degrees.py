@@ -1,0 +1,217 @@
+"""DP releases of a graph's node-degree distribution (issue 21), each with its neighbouring relation in its name.
+
+**Edge-DP** (``edge-dp-*``): neighbouring graphs have the same node set (public) and differ in one edge. Adding
+or removing the edge ``{u, v}`` moves ``deg(u)`` and ``deg(v)`` by one each.
+
+* ``edge-dp-sequence`` (Hay, Li, Miklau, Jensen, ICDM 2009): the degree sequence sorted ascending,
+  ``S = (d_(1) <= ... <= d_(n))``, has L1 sensitivity **2**: the two changed degrees each move one position of
+  the sorted sequence by one (ties re-sort without moving more mass). Release ``S + Lap(2 / epsilon)^n``, then
+  *constrained inference*: the closest non-decreasing sequence in L2 (isotonic regression, scikit-learn's pool
+  adjacent violators), clipped to ``[0, n - 1]`` and rounded — post-processing of the Laplace output.
+  (The noisy histogram ``h + Lap(4 / epsilon)`` over ``d = 0 .. n - 1``, of sensitivity 4, is not offered: its
+  ``n`` noisy bins spread phantom nodes over every degree up to ``n - 1``, which the sorted sequence avoids.)
+
+**Node-DP** (``node-dp-projection``; Day, Li, Lyu, SIGMOD 2016): neighbouring graphs differ in one node *and all
+its edges*, so the node count itself is private and one node can change ``n - 1`` degrees. The graph is first
+projected to maximum degree ``theta`` by **edge addition** in a stable order: edges are visited in an order fixed
+by the node labels alone (lexicographic in the label ranks, so adding a node never reorders the others' edges) and
+kept when both ends still have degree < ``theta``. The degree histogram of the projection (``d = 0 .. theta``)
+has L1 sensitivity ``2 theta + 1`` under node neighbours (Day et al., the edge-addition lemma: the new node lands
+in one bin and its at most ``theta`` kept edges move at most ``2 theta`` other nodes by one bin each, after the
+cascade of displaced edges; tests/graphs/test_degrees.py searches random small graphs for a larger change and
+finds the bound attained, never exceeded). Release ``h_theta + Lap((2 theta + 1) / epsilon)``, clip at 0, round.
+``theta`` is public (a degree cap chosen without looking at the graph); degrees above it are lost to the release.
+``node-dp-cumulative`` (Day et al.'s better estimator) releases the *cumulative* histogram of the projection,
+``C[k] = #{nodes of projected degree <= k}``, whose L1 sensitivity is ``theta + 1`` (the new node adds one to at
+most ``theta + 1`` entries; a node moved by one bin changes one entry; the search in the tests finds ``theta + 1``
+attained, never exceeded), adds ``Lap((theta + 1) / epsilon)`` and fits the closest non-decreasing, non-negative
+sequence (isotonic regression) before differencing: about half the noise scale and the monotone constraint.
+
+**Seed 001's DP-GAN** (``node-dp-poster-gan``; :mod:`dpsynth.graphs.poster_gan`): a GAN over permuted adjacency
+matrices, accounted as its construction requires (every training row changes with one node: batch clipping,
+sensitivity ``2 C`` per step, no subsampling amplification), under node *replacement* (the node count public).
+
+Every other release records one Laplace event of noise multiplier ``scale / sensitivity`` in its ledger (pure
+epsilon-DP; ``epsilon = inf`` releases the exact statistic and records a non-private event).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from dp_accounting import dp_event
+
+from dpsynth.errors import InputError
+from dpsynth.privacy.ledger import PrivacyLedger
+
+__all__ = ["METHODS", "DegreeRelease", "release_degrees", "project_max_degree", "degree_array", "node_order"]
+
+METHODS = {  # name -> neighbouring relation
+    "edge-dp-sequence": "edge",
+    "node-dp-projection": "node",
+    "node-dp-cumulative": "node",
+    "node-dp-poster-gan": "node replacement",
+}
+DEFAULT_THETA = 10
+
+
+@dataclass
+class DegreeRelease:
+    """A released degree distribution: ``histogram[d]`` = number of nodes of degree ``d`` (integers; its sum is
+    the released node count, public under edge-DP and a DP estimate under node-DP)."""
+
+    method: str
+    neighbouring: str
+    epsilon: float
+    delta: float
+    histogram: np.ndarray
+    params: dict[str, Any] = field(default_factory=dict)
+    ledger: PrivacyLedger | None = None
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.histogram.sum())
+
+    def degree_sequence(self) -> np.ndarray:
+        """One degree per released node, ascending."""
+        return np.repeat(np.arange(len(self.histogram)), self.histogram.astype(int))
+
+    def distribution(self) -> np.ndarray:
+        """``P[d]``: the fraction of released nodes of degree ``d`` (zeros when no node was released)."""
+        total = self.histogram.sum()
+        return self.histogram / total if total > 0 else np.zeros(len(self.histogram))
+
+    def synthetic_graph(self, *, model: str = "configuration", seed: int | None = None):
+        """A networkx graph with (about) the released degrees: post-processing of the release, never of the graph.
+
+        ``configuration``: the configuration model made simple (self-loops and parallel edges dropped, so a few
+        degrees come out lower); ``chung-lu``: Chung & Lu's expected-degree graph (each edge independent with
+        probability ``d_u d_v / sum d``)."""
+        import networkx as nx
+
+        degrees = self.degree_sequence()
+        if model == "chung-lu":
+            return nx.expected_degree_graph(degrees.tolist(), seed=seed, selfloops=False)
+        if model != "configuration":
+            raise InputError(f"model must be 'configuration' or 'chung-lu'. Found {model!r}.")
+        if degrees.sum() % 2:  # a configuration needs an even number of edge ends: drop one from the largest
+            degrees = degrees.copy()
+            degrees[-1] -= 1
+        multigraph = nx.configuration_model(degrees.tolist(), seed=seed)
+        graph = nx.Graph(multigraph)
+        graph.remove_edges_from(nx.selfloop_edges(graph))
+        return graph
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "neighbouring": self.neighbouring, "epsilon": self.epsilon,
+                "delta": self.delta, "histogram": self.histogram.astype(int).tolist(), "params": self.params,
+                "ledger": None if self.ledger is None else self.ledger.to_dict()}
+
+
+def degree_array(graph) -> np.ndarray:
+    """The degrees of a networkx graph (simple, undirected; one per node)."""
+    return np.array([d for _, d in graph.degree()], dtype=np.int64)
+
+
+def node_order(graph) -> dict[Any, int]:
+    """Rank of each node label in a data-independent order (by ``repr`` of the label: ints and strings keep a
+    unique, stable order, and adding a node never reorders the others)."""
+    return {v: i for i, v in enumerate(sorted(graph.nodes, key=repr))}
+
+
+def project_max_degree(graph, theta: int) -> np.ndarray:
+    """Degrees of the edge-addition projection of ``graph`` to maximum degree ``theta`` (module docstring)."""
+    rank = node_order(graph)
+    edges = sorted(tuple(sorted((rank[u], rank[v]))) for u, v in graph.edges if u != v)
+    degree = np.zeros(len(rank), dtype=np.int64)
+    for a, b in edges:
+        if degree[a] < theta and degree[b] < theta:
+            degree[a] += 1
+            degree[b] += 1
+    return degree
+
+
+def _check(graph) -> None:
+    if not (hasattr(graph, "degree") and hasattr(graph, "nodes")):
+        raise InputError(f"A graph must be a networkx graph. Found {type(graph).__name__}.")
+    if graph.is_directed() or graph.is_multigraph():
+        raise InputError("A degree release needs a simple undirected graph; convert it with networkx.Graph(g) "
+                         "first (this drops edge directions and parallel edges).")
+    if graph.number_of_nodes() == 0:
+        raise InputError("A graph needs at least one node. Found 0.")
+
+
+def release_degrees(graph, *, epsilon: float, method: str = "node-dp-projection", delta: float = 1e-6,
+                    theta: int = DEFAULT_THETA, seed: int | np.random.Generator | None = None,
+                    gan_params: dict[str, Any] | None = None) -> DegreeRelease:
+    """Release ``graph``'s degree distribution with ``method`` (module docstring) at ``epsilon``.
+
+    ``delta`` is only the level the ledger reports epsilon at (every method here is pure epsilon-DP); ``theta``
+    is the public degree cap of ``node-dp-projection``; ``gan_params`` override
+    :data:`~dpsynth.graphs.poster_gan.POSTER_GAN_DEFAULTS` for ``node-dp-poster-gan``."""
+    _check(graph)
+    if method not in METHODS:
+        raise InputError(f"method must be one of {', '.join(METHODS)}. Found {method!r}.")
+    if not (epsilon > 0):
+        raise InputError(f"epsilon must be > 0. Found {epsilon}.")
+    if method.startswith("node-dp-") and method != "node-dp-poster-gan" and (int(theta) != theta or theta < 1):
+        raise InputError(f"theta must be an integer >= 1. Found {theta!r}.")
+    rng = np.random.default_rng(seed)
+    ledger = PrivacyLedger(target_epsilon=epsilon, target_delta=delta)
+    n = graph.number_of_nodes()
+    if method == "node-dp-poster-gan":
+        import networkx as nx
+
+        from dpsynth.graphs.poster_gan import poster_gan_histogram
+
+        order = sorted(node_order(graph), key=node_order(graph).get)
+        adjacency = nx.to_numpy_array(graph, nodelist=order, weight=None)
+        histogram, used = poster_gan_histogram(adjacency, ledger, rng, **(gan_params or {}))
+        return DegreeRelease(method, METHODS[method], float(epsilon), float(delta), _trim(histogram), used, ledger)
+    if gan_params:
+        raise InputError(f"gan_params apply to node-dp-poster-gan only. Found method {method!r}.")
+    if method == "edge-dp-sequence":
+        statistic, sensitivity = np.sort(degree_array(graph)).astype(float), 2.0
+    else:
+        theta = int(theta)
+        statistic = np.bincount(project_max_degree(graph, theta), minlength=theta + 1).astype(float)
+        sensitivity = 2.0 * theta + 1.0
+        if method == "node-dp-cumulative":
+            statistic, sensitivity = np.cumsum(statistic), theta + 1.0
+    scale = 0.0 if math.isinf(epsilon) else sensitivity / epsilon
+    event = dp_event.NonPrivateDpEvent() if scale == 0 else dp_event.LaplaceDpEvent(scale / sensitivity)
+    ledger.spend(event, phase="degrees", mechanism=f"{method} (Laplace)", sensitivity=sensitivity,
+                 neighbouring=METHODS[method])
+    noisy = statistic + (rng.laplace(0.0, scale, size=statistic.shape) if scale else 0.0)
+    histogram = _post_process(method, noisy, n)
+    params = {"sensitivity": sensitivity, "laplace_scale": scale}
+    if method in ("node-dp-projection", "node-dp-cumulative"):
+        params["theta"] = theta
+    return DegreeRelease(method, METHODS[method], float(epsilon), float(delta), histogram, params, ledger)
+
+
+def _post_process(method: str, noisy: np.ndarray, n: int) -> np.ndarray:
+    """Integer degree counts from a noisy statistic; ``n`` (the node count) is read only under edge-DP, where the
+    node set is public."""
+    if method == "edge-dp-sequence":
+        from sklearn.isotonic import IsotonicRegression
+
+        fitted = IsotonicRegression(increasing=True).fit_transform(np.arange(len(noisy)), noisy)
+        sequence = np.clip(np.rint(fitted), 0, max(n - 1, 0)).astype(np.int64)
+        return np.bincount(sequence, minlength=1)
+    if method == "node-dp-cumulative":
+        from sklearn.isotonic import IsotonicRegression
+
+        fitted = IsotonicRegression(increasing=True, y_min=0.0).fit_transform(np.arange(len(noisy)), noisy)
+        cumulative = np.rint(fitted).astype(np.int64)
+        return _trim(np.diff(cumulative, prepend=0))
+    return _trim(np.rint(np.clip(noisy, 0.0, None)).astype(np.int64))
+
+
+def _trim(histogram: np.ndarray) -> np.ndarray:
+    """Drop empty bins above the largest released degree (at least one bin stays)."""
+    nonzero = np.flatnonzero(histogram)
+    return histogram[: (nonzero[-1] + 1) if len(nonzero) else 1]
