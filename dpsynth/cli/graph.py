@@ -1,7 +1,7 @@
 """CLI subcommand ``dpsynth fit-graph`` (registered by :mod:`dpsynth.cli.main`): release a graph's degree
 distribution with DP and draw a synthetic graph from it.
 
-``dpsynth fit-graph GRAPH --epsilon E [--method node-dp-projection] [--theta 10] --out release.json
+``dpsynth fit-graph GRAPH --epsilon E [--method node-dp-cumulative] [--theta 10] --out release.json
 [--graph-out edges.csv] [--graph-model configuration] [--evaluate] [--report report.html]``: GRAPH is a bundled
 graph dataset (karate, les_miserables, power_grid_fr) or an edge-list CSV / Parquet (first two columns: the end
 points). The release JSON holds only DP
@@ -27,10 +27,10 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("graph", help="bundled graph dataset (karate, les_miserables) or edge-list CSV/Parquet")
     p.add_argument("--epsilon", type=float, required=True)
     p.add_argument("--delta", type=float, default=1e-6, help="level the ledger reports at (the methods are pure DP)")
-    p.add_argument("--method", default="node-dp-projection", choices=sorted(METHODS),
-                   help="the neighbouring relation is in the name (default node-dp-projection)")
+    p.add_argument("--method", default="node-dp-cumulative", choices=sorted(METHODS),
+                   help="the neighbouring relation is in the name (default node-dp-cumulative)")
     p.add_argument("--theta", type=int, default=DEFAULT_THETA,
-                   help=f"public degree cap of node-dp-projection (default {DEFAULT_THETA})")
+                   help=f"public degree cap of the node-dp methods (default {DEFAULT_THETA})")
     p.add_argument("--seed", type=int, help="random seed of the noise and of the synthetic graph")
     p.add_argument("--out", required=True, metavar="RELEASE_JSON", help="where to write the release (JSON)")
     p.add_argument("--graph-out", metavar="EDGES", help="write a synthetic graph's edge list here (CSV/Parquet)")

@@ -3,7 +3,7 @@ neighbours, and a synthetic graph drawn from the release.
 
     import networkx as nx
     from dpsynth import graphs
-    release = graphs.release_degrees(nx.karate_club_graph(), epsilon=1.0, method="node-dp-projection", theta=10)
+    release = graphs.release_degrees(nx.karate_club_graph(), epsilon=1.0, method="node-dp-cumulative", theta=4)
     synthetic = release.synthetic_graph(seed=0)
 
 Graphs come from a networkx graph or an edge-list file (:func:`read_edge_list`); ``dpsynth fit-graph`` is the

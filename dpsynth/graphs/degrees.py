@@ -144,13 +144,13 @@ def _check(graph) -> None:
         raise InputError("A graph needs at least one node. Found 0.")
 
 
-def release_degrees(graph, *, epsilon: float, method: str = "node-dp-projection", delta: float = 1e-6,
+def release_degrees(graph, *, epsilon: float, method: str = "node-dp-cumulative", delta: float = 1e-6,
                     theta: int = DEFAULT_THETA, seed: int | np.random.Generator | None = None,
                     gan_params: dict[str, Any] | None = None) -> DegreeRelease:
     """Release ``graph``'s degree distribution with ``method`` (module docstring) at ``epsilon``.
 
     ``delta`` is only the level the ledger reports epsilon at (every method here is pure epsilon-DP); ``theta``
-    is the public degree cap of ``node-dp-projection``; ``gan_params`` override
+    is the public degree cap of the ``node-dp-*`` histograms; ``gan_params`` override
     :data:`~dpsynth.graphs.poster_gan.POSTER_GAN_DEFAULTS` for ``node-dp-poster-gan``."""
     _check(graph)
     if method not in METHODS:
