@@ -54,6 +54,7 @@ def run(graph, method: str, epsilon: float, theta: int | None, reps: int, gan_st
 
 def main() -> None:
     from dpsynth import datasets
+    from dpsynth.errors import InputError
     from dpsynth.graphs import METHODS
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -74,14 +75,18 @@ def main() -> None:
             for method in args.methods.split(","):
                 thetas = [int(t) for t in args.thetas.split(",")] if method in THETA_METHODS else [None]
                 for theta in thetas:
-                    res = run(graph, method, epsilon, theta, args.reps, args.gan_steps)
                     row = {"graph": name, "epsilon": epsilon, "neighbours": METHODS[method], "method": method,
                            "theta": "-" if theta is None else theta, "reps": args.reps}
-                    for key, values in res.items():
-                        row[key] = f"{np.mean(values):.3f}" + (f" ± {np.std(values):.3f}" if key != "s" else "")
+                    try:
+                        res = run(graph, method, epsilon, theta, args.reps, args.gan_steps)
+                    except InputError as exc:  # a method that refuses the graph is listed with its reason
+                        row["l1"] = f"refused: {exc}"
+                    else:
+                        for key, values in res.items():
+                            row[key] = f"{np.mean(values):.3f}" + (f" ± {np.std(values):.3f}" if key != "s" else "")
                     rows.append(row)
-                    print(pd.DataFrame([row]).to_string(index=False, header=len(rows) == 1), flush=True)
-    table = pd.DataFrame(rows)
+                    print(" ".join(str(v) for v in row.values()), flush=True)
+    table = pd.DataFrame(rows).fillna("")
     print()
     print(table.to_string(index=False))
     if args.out:
