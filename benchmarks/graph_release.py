@@ -13,7 +13,8 @@ replacement, no amplification) — is run ``--reps`` times; the table gives mean
 - ``s``: seconds per release.
 
 Methods are grouped by neighbouring relation: compare within a group. Picking the best ``theta`` by its error on
-the private graph is itself a data-dependent choice (not DP); the grid is printed whole for that reason.
+the private graph is itself a data-dependent choice (not DP); the grid is printed whole for that reason, beside
+``theta = auto``, dpsynth's DP choice (a fifth of epsilon spent on it); ``chosen`` lists the caps it picked.
 
 Examples::
 
@@ -29,20 +30,21 @@ import time
 import numpy as np
 import pandas as pd
 
-THETAS = (2, 4, 8, 16)
+THETAS = ("2", "4", "8", "16", "auto")
 THETA_METHODS = ("node-dp-projection", "node-dp-cumulative")
 
 
-def run(graph, method: str, epsilon: float, theta: int | None, reps: int, gan_steps: int | None) -> dict:
+def run(graph, method: str, epsilon: float, theta: int | str | None, reps: int, gan_steps: int | None) -> dict:
     from dpsynth.evaluation.graph import clustering_gap, degree_l1_error, edge_ratio
     from dpsynth.graphs import release_degrees
 
-    out = {"l1": [], "edges": [], "graph_l1": [], "clust": [], "s": []}
+    out = {"l1": [], "edges": [], "graph_l1": [], "clust": [], "s": [], "chosen": []}
     for rep in range(reps):
         t0 = time.perf_counter()
         release = release_degrees(graph, epsilon=epsilon, method=method, theta=theta or 10, seed=rep,
                                   gan_params={"steps": gan_steps} if gan_steps and "gan" in method else None)
         out["s"].append(time.perf_counter() - t0)
+        out["chosen"].append(release.params.get("theta"))
         sequence = release.degree_sequence()
         out["l1"].append(degree_l1_error(graph, sequence))
         out["edges"].append(edge_ratio(graph, sequence))
@@ -61,7 +63,8 @@ def main() -> None:
     ap.add_argument("--graphs", default="karate,les_miserables")
     ap.add_argument("--epsilons", default="0.1,1,10")
     ap.add_argument("--methods", default=",".join(METHODS))
-    ap.add_argument("--thetas", default=",".join(map(str, THETAS)), help="public degree caps of the node-dp methods")
+    ap.add_argument("--thetas", default=",".join(THETAS),
+                    help="public degree caps of the node-dp methods ('auto': chosen with DP)")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--gan-steps", type=int, help="steps of the poster's DP-GAN (default: its own)")
     ap.add_argument("--out", help="also write the table as CSV")
@@ -73,7 +76,8 @@ def main() -> None:
               f"{max(d for _, d in graph.degree())}", flush=True)
         for epsilon in (float(e) for e in args.epsilons.split(",")):
             for method in args.methods.split(","):
-                thetas = [int(t) for t in args.thetas.split(",")] if method in THETA_METHODS else [None]
+                thetas = ([t if t == "auto" else int(t) for t in args.thetas.split(",")] if method in THETA_METHODS
+                          else [None])
                 for theta in thetas:
                     row = {"graph": name, "epsilon": epsilon, "neighbours": METHODS[method], "method": method,
                            "theta": "-" if theta is None else theta, "reps": args.reps}
@@ -82,8 +86,11 @@ def main() -> None:
                     except InputError as exc:  # a method that refuses the graph is listed with its reason
                         row["l1"] = f"refused: {exc}"
                     else:
+                        chosen = res.pop("chosen")
                         for key, values in res.items():
                             row[key] = f"{np.mean(values):.3f}" + (f" ± {np.std(values):.3f}" if key != "s" else "")
+                        if theta == "auto":
+                            row["chosen"] = "/".join(f"{t}:{chosen.count(t)}" for t in sorted(set(chosen)))
                     rows.append(row)
                     print(" ".join(str(v) for v in row.values()), flush=True)
     table = pd.DataFrame(rows).fillna("")

@@ -1,7 +1,7 @@
 """CLI subcommand ``dpsynth fit-graph`` (registered by :mod:`dpsynth.cli.main`): release a graph's degree
 distribution with DP and draw a synthetic graph from it.
 
-``dpsynth fit-graph GRAPH --epsilon E [--method node-dp-cumulative] [--theta 10] --out release.json
+``dpsynth fit-graph GRAPH --epsilon E [--method node-dp-cumulative] [--theta 10|auto] --out release.json
 [--graph-out edges.csv] [--graph-model configuration] [--evaluate] [--report report.html]``: GRAPH is a bundled
 graph dataset (karate, les_miserables, power_grid_fr) or an edge-list CSV / Parquet (first two columns: the end
 points). The release JSON holds only DP
@@ -20,6 +20,15 @@ from dpsynth.errors import InputError
 __all__ = ["add_parsers", "run_fit_graph", "load_graph"]
 
 
+def _theta(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"theta must be an integer or 'auto'. Found {text!r}.") from None
+
+
 def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     from dpsynth.graphs.degrees import DEFAULT_THETA, METHODS
 
@@ -29,8 +38,9 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--delta", type=float, default=1e-6, help="level the ledger reports at (the methods are pure DP)")
     p.add_argument("--method", default="node-dp-cumulative", choices=sorted(METHODS),
                    help="the neighbouring relation is in the name (default node-dp-cumulative)")
-    p.add_argument("--theta", type=int, default=DEFAULT_THETA,
-                   help=f"public degree cap of the node-dp methods (default {DEFAULT_THETA})")
+    p.add_argument("--theta", type=_theta, default=DEFAULT_THETA,
+                   help=f"public degree cap of the node-dp methods (default {DEFAULT_THETA}), or 'auto': chosen with "
+                        f"DP among 1, 2, 4, ..., 32 for a fifth of epsilon")
     p.add_argument("--seed", type=int, help="random seed of the noise and of the synthetic graph")
     p.add_argument("--out", required=True, metavar="RELEASE_JSON", help="where to write the release (JSON)")
     p.add_argument("--graph-out", metavar="EDGES", help="write a synthetic graph's edge list here (CSV/Parquet)")
@@ -74,6 +84,9 @@ def run_fit_graph(args) -> int:
     atomic_write_text(args.out, json.dumps(release.to_dict(), indent=2))
     print(f"released {release.method} ({release.neighbouring}-level DP) at epsilon={release.epsilon:g}: "
           f"{release.n_nodes} nodes, degrees 0..{len(release.histogram) - 1} -> {args.out}")
+    if "theta_selection" in release.params:
+        print(f"theta chosen with DP: {release.params['theta']} (candidates "
+              f"{release.params['theta_selection']['candidates']})")
     if args.graph_out:
         write_edge_list(synthetic, args.graph_out)
         print(f"synthetic graph ({args.graph_model}): {synthetic.number_of_nodes()} nodes, "

@@ -37,10 +37,21 @@ def test_fit_graph_reads_an_edge_list_and_evaluates_for_the_owner(tmp_path, caps
     assert "edge-dp-sequence" in html and "graph.degree_l1" in html and "data:image/png;base64" in html
 
 
+def test_fit_graph_chooses_theta_with_dp(tmp_path, capsys):
+    out = tmp_path / "release.json"
+    assert main(["fit-graph", "les_miserables", "--epsilon", "1", "--theta", "auto", "--seed", "0",
+                 "--out", str(out)]) == 0
+    release = json.loads(out.read_text())
+    phases = [e["phase"] for e in release["ledger"]["entries"]]
+    assert phases == ["theta", "degrees"] and release["params"]["theta"] in (1, 2, 4, 8, 16, 32)
+    assert f"theta chosen with DP: {release['params']['theta']}" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("args,message", [
     (["adult", "--epsilon", "1"], "is a table, not a graph"),
     (["karate", "--epsilon", "1", "--theta", "0"], "theta must be an integer >= 1"),
     (["karate", "--epsilon", "1", "--method", "node"], "invalid choice"),
+    (["karate", "--epsilon", "1", "--theta", "best"], "theta must be an integer or 'auto'"),
 ])
 def test_fit_graph_user_errors_exit_2_with_one_line(args, message, tmp_path, capsys):
     out = tmp_path / "r.json"

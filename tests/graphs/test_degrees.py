@@ -49,6 +49,57 @@ def test_node_projection_histograms_move_by_their_sensitivity_under_one_node():
     assert worst == {1: 3, 2: 5, 3: 7} and worst_cumulative == {1: 2, 2: 3, 3: 4}
 
 
+def test_projected_edge_counts_move_by_0_to_theta_under_one_node():
+    """The sensitivity theta="auto" is calibrated to: adding a node changes |E(G^theta)| by between 0 and theta
+    (searched on random small graphs; the bound is reached), so the vector over candidates T moves by at most
+    sum(T) in L1."""
+    rng = np.random.default_rng(5)
+    worst = {}
+    for _ in range(3000):
+        n, theta = int(rng.integers(3, 10)), int(rng.integers(1, 4))
+        g = _random_graph(rng, n, rng.uniform(0.2, 0.9), labels=[2 * i for i in range(n)])
+        bigger = g.copy()
+        new = 2 * int(rng.integers(0, n + 1)) - 1
+        bigger.add_node(new)
+        bigger.add_edges_from((new, v) for v in g.nodes if rng.random() < rng.uniform(0.2, 1.0))
+        change = project_max_degree(bigger, theta).sum() // 2 - project_max_degree(g, theta).sum() // 2
+        assert 0 <= change <= theta
+        worst[theta] = max(worst.get(theta, 0), change)
+    assert worst == {1: 1, 2: 2, 3: 3}
+
+
+def test_auto_theta_spends_a_share_on_noisy_edge_counts_and_the_rest_on_the_histogram():
+    release = release_degrees(nx.les_miserables_graph(), epsilon=1.0, theta="auto", seed=0)
+    selection, release_entry = release.ledger.entries
+    assert selection.phase == "theta" and release_entry.phase == "degrees"
+    assert selection.params["sensitivity"] == 63.0 and selection.event == dp_event.LaplaceDpEvent(1 / 0.2)
+    theta = release.params["theta"]
+    assert theta in (1, 2, 4, 8, 16, 32) and release.params["theta_selection"]["chosen"] == theta
+    assert release_entry.params["sensitivity"] == theta + 1 and release_entry.event == dp_event.LaplaceDpEvent(1 / 0.8)
+    assert release.ledger.epsilon() == pytest.approx(1.0, abs=1e-3)
+    assert len(release.histogram) <= theta + 1
+
+
+@pytest.mark.parametrize("graph,expected", [(nx.star_graph(5), 8), (nx.karate_club_graph(), 32),
+                                            (nx.path_graph(6), 2)])
+def test_auto_theta_without_noise_picks_the_smallest_cap_that_loses_no_edge(graph, expected):
+    release = release_degrees(graph, epsilon=float("inf"), theta="auto")
+    assert release.params["theta"] == expected
+    assert release.histogram.tolist() == np.bincount(degree_array(graph)).tolist()
+
+
+def test_auto_theta_edge_counts_carry_laplace_noise_of_scale_sum_t_over_epsilon_1():
+    """The noisy edge count of candidate 1 on a perfect matching of 40 nodes is 20 + Lap(63 / (0.2 * 2)); over
+    400 draws its variance lies within 25% of 2 * 157.5^2 (without noise it is 0)."""
+    g = nx.Graph([(2 * i, 2 * i + 1) for i in range(20)])
+    rng = np.random.default_rng(7)
+    counts = np.array([release_degrees(g, epsilon=2.0, theta="auto", seed=rng).params["theta_selection"][
+        "noisy_edge_counts"][0] for _ in range(400)])
+    scale = 63 / (0.2 * 2.0)
+    assert abs(counts.mean() - 20) < 5 * np.sqrt(2 * scale ** 2 / 400)
+    assert counts.var(ddof=1) == pytest.approx(2 * scale ** 2, rel=0.25)
+
+
 def test_sorted_degree_sequence_moves_by_2_under_one_edge():
     rng = np.random.default_rng(1)
     worst = 0
@@ -136,6 +187,12 @@ def test_bad_inputs_get_one_line_errors():
         release_degrees(nx.path_graph(3), epsilon=1.0, method="node-dp")
     with pytest.raises(InputError, match="theta"):
         release_degrees(nx.path_graph(3), epsilon=1.0, theta=0)
+    with pytest.raises(InputError, match="theta must be an integer >= 1 or 'auto'"):
+        release_degrees(nx.path_graph(3), epsilon=1.0, theta="best")
+    with pytest.raises(InputError, match="theta_share"):
+        release_degrees(nx.path_graph(3), epsilon=1.0, theta="auto", theta_share=1.0)
+    with pytest.raises(InputError, match="theta_candidates"):
+        release_degrees(nx.path_graph(3), epsilon=1.0, theta="auto", theta_candidates=(0, 2))
     with pytest.raises(InputError, match="simple undirected"):
         release_degrees(nx.DiGraph([(0, 1)]), epsilon=1.0)
     with pytest.raises(InputError, match="networkx graph"):
