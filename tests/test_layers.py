@@ -22,6 +22,7 @@ FORBIDDEN = {
     "attacks": ("dpsynth.evaluation", "dpsynth.cli"),
     "graphs": ("dpsynth.evaluation", "dpsynth.attacks", "dpsynth.cli"),
     "evaluation": ("dpsynth.cli",),
+    "bench": ("dpsynth.cli",),
 }
 
 
@@ -58,7 +59,8 @@ def test_no_private_name_is_imported_across_modules():
 
 
 @pytest.mark.parametrize("package", ["dpsynth", "dpsynth.attacks", "dpsynth.graphs", "dpsynth.privacy",
-                                     "dpsynth.evaluation", "dpsynth.models", "dpsynth.cli"])
+                                     "dpsynth.evaluation", "dpsynth.models", "dpsynth.cli",
+                                     "dpsynth.bench"])
 def test_every_public_name_resolves(package):
     """Packages import their names on first use (a map of name -> module): every name in ``__all__`` must resolve,
     so that moving a module cannot leave a dangling entry (``from dpsynth.attacks import LocalExecutor``)."""

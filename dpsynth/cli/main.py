@@ -23,7 +23,7 @@ from dpsynth.errors import DPSynthError, InputError
 __all__ = ["main", "build_parser"]
 
 # Subcommands contributed by other packages: module -> names of its add_parsers / run functions
-_PLUGINS = ("dpsynth.cli.evaluate", "dpsynth.cli.attack", "dpsynth.cli.graph")
+_PLUGINS = ("dpsynth.cli.evaluate", "dpsynth.cli.attack", "dpsynth.cli.graph", "dpsynth.cli.bench")
 DEMO_MODEL = "aim"
 _EXIT_USER_ERROR = 2
 _EXIT_BROKEN_PIPE = 141
@@ -167,6 +167,7 @@ _PATHS = {
     "report": (("json", "risk", "model"), ("report",)),
     "attack": (("train", "synthetic", "control", "schema"), ("json", "report")),
     "audit": (("data", "schema"), ("json",)),
+    "bench": (("target", "results_file", "results"), ("html",)),
 }
 
 

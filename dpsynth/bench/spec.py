@@ -1,0 +1,239 @@
+"""The benchmark spec (issue 22): a YAML file naming a grid of models x datasets x epsilons x deltas x seeds, the
+metrics to record and the limits of each run; validated before anything runs, every error naming its field.
+
+```yaml
+name: adult-quick                 # free text, shown in the report
+models:                           # a name, or {name, params, label}
+  - marginals
+  - name: dp-tldm
+    params: {epochs: 5}
+    label: dp-tldm-5ep            # how the report calls it (default: the name, or name+params)
+datasets:                         # a registry name, or {name, path, target}
+  - adult
+  - {name: my-table, path: data/my.csv, target: income}
+epsilons: [1, inf]                # inf: the model's non-private mode
+deltas: [1.0e-5]
+seeds: [0, 1, 2]
+schema: public                    # public: the shipped (or inferred, taken as public) schema; none: DP discovery
+rows: 0                           # 0: every training row; n: the first n of the (seeded) shuffled training split
+metrics: [similarity, unsupervised, ml_efficacy]    # groups of dpsynth.evaluate
+eval_seeds: [0]                   # model seeds of the ML-efficacy classifiers
+limits: {time_s: 3600, memory_gb: 8}
+```
+
+A *run* is one cell of the grid; its key is a hash of everything that decides its result (model, parameters,
+dataset, epsilon, delta, seed, schema mode, rows, metrics, evaluation seeds, dpsynth's version), so a results file
+knows which runs of a spec are done, and a changed spec or a new dpsynth version runs again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dpsynth.errors import InputError
+
+__all__ = ["BenchSpec", "Run", "load_spec", "parse_spec"]
+
+_TOP = {"name", "models", "datasets", "epsilons", "deltas", "seeds", "schema", "rows", "metrics", "eval_seeds",
+        "limits"}
+DEFAULT_METRICS = ("similarity", "unsupervised", "ml_efficacy")
+DEFAULT_LIMITS = {"time_s": 3600.0, "memory_gb": 8.0}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One cell of the grid (everything a worker needs; plain data, JSON-able)."""
+
+    model: str
+    label: str
+    params: dict[str, Any]
+    dataset: str
+    path: str | None
+    target: str | None
+    epsilon: float
+    delta: float
+    seed: int
+    schema: str
+    rows: int
+    metrics: tuple[str, ...]
+    eval_seeds: tuple[int, ...]
+    version: str
+
+    @property
+    def key(self) -> str:
+        fields = asdict(self)
+        fields.pop("label")  # a display name: renaming a model does not make its runs new
+        fields["epsilon"] = "inf" if math.isinf(self.epsilon) else self.epsilon
+        blob = json.dumps(fields, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["epsilon"] = "inf" if math.isinf(self.epsilon) else self.epsilon
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Run:
+        data = dict(data)
+        data["epsilon"] = float(data["epsilon"])
+        data["metrics"], data["eval_seeds"] = tuple(data["metrics"]), tuple(data["eval_seeds"])
+        return cls(**data)
+
+
+@dataclass
+class BenchSpec:
+    name: str
+    runs: list[Run]
+    limits: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+
+
+def load_spec(path: str | Path) -> BenchSpec:
+    """Read and validate a YAML (or JSON) spec file."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"Benchmark spec {path} does not exist.")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise InputError(f"Benchmark spec {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    return parse_spec(data, base=path.parent)
+
+
+def _list(data: dict, name: str, default=None) -> list:
+    value = data.get(name, default)
+    if value is None:
+        raise InputError(f"spec.{name} is missing.")
+    if not isinstance(value, list) or not value:
+        raise InputError(f"spec.{name} must be a non-empty list. Found {value!r}.")
+    return value
+
+
+def _number(value, where: str, *, positive: bool = True, allow_inf: bool = False) -> float:
+    if isinstance(value, str) and value.strip().lower() in ("inf", "infinity") and allow_inf:
+        return math.inf
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where} must be a number{' or inf' if allow_inf else ''}. Found {value!r}.")
+    value = float(value)
+    if math.isnan(value) or (positive and not value > 0) or (math.isinf(value) and not allow_inf):
+        raise InputError(f"{where} must be {'> 0' if positive else 'finite'}. Found {value!r}.")
+    return value
+
+
+def _models(entries: list) -> list[tuple[str, str, dict]]:
+    from dpsynth.models import available_models, get_model_class
+
+    known = set(available_models())
+    out = []
+    for i, entry in enumerate(entries):
+        where = f"spec.models[{i}]"
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, dict) or "name" not in entry:
+            raise InputError(f"{where} must be a model name or a mapping with 'name'. Found {entry!r}.")
+        extra = set(entry) - {"name", "params", "label"}
+        if extra:
+            raise InputError(f"{where} has unknown field(s) {', '.join(sorted(extra))}; allowed: name, params, "
+                             f"label.")
+        name = entry["name"]
+        if name not in known:
+            raise InputError(f"{where}.name: unknown model {name!r}. Known: {', '.join(sorted(known))}.")
+        params = entry.get("params") or {}
+        if not isinstance(params, dict):
+            raise InputError(f"{where}.params must be a mapping. Found {params!r}.")
+        names = set(get_model_class(name)._param_names())
+        unknown = sorted(set(params) - names)
+        if unknown:
+            raise InputError(f"{where}.params: {name} has no hyper-parameter {', '.join(unknown)}. "
+                             f"Valid: {', '.join(sorted(names))}.")
+        label = entry.get("label") or (name if not params else
+                                       name + "(" + ",".join(f"{k}={v}" for k, v in sorted(params.items())) + ")")
+        out.append((name, str(label), params))
+    labels = [label for _, label, _ in out]
+    if len(set(labels)) < len(labels):
+        raise InputError("spec.models: two models have the same label; give one a 'label'.")
+    return out
+
+
+def _datasets(entries: list, base: Path) -> list[tuple[str, str | None, str | None]]:
+    from dpsynth.datasets import REGISTRY
+
+    out = []
+    for i, entry in enumerate(entries):
+        where = f"spec.datasets[{i}]"
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, dict) or "name" not in entry:
+            raise InputError(f"{where} must be a dataset name or a mapping with 'name'. Found {entry!r}.")
+        extra = set(entry) - {"name", "path", "target"}
+        if extra:
+            raise InputError(f"{where} has unknown field(s) {', '.join(sorted(extra))}; allowed: name, path, "
+                             f"target.")
+        name, path, target = str(entry["name"]), entry.get("path"), entry.get("target")
+        if path is None:
+            if name not in REGISTRY:
+                raise InputError(f"{where}.name: unknown dataset {name!r} (give a 'path' for a file). Known: "
+                                 f"{', '.join(sorted(REGISTRY))}.")
+            if REGISTRY[name].task == "graph":
+                raise InputError(f"{where}.name: {name} is a graph; `dpsynth bench` runs table models.")
+        else:
+            resolved = (base / path) if not Path(path).is_absolute() else Path(path)
+            if not resolved.is_file():
+                raise InputError(f"{where}.path: {resolved} does not exist.")
+            path = str(resolved.resolve())
+        out.append((name, path, None if target is None else str(target)))
+    return out
+
+
+def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
+    """Validate a spec already read into Python objects (see the module docstring for the fields)."""
+    from dpsynth import __version__
+    from dpsynth.evaluation.core import GROUPS
+
+    if not isinstance(data, dict):
+        raise InputError(f"A benchmark spec must be a mapping of fields. Found {type(data).__name__}.")
+    unknown = set(data) - _TOP
+    if unknown:
+        raise InputError(f"spec has unknown field(s) {', '.join(sorted(unknown))}; allowed: "
+                         f"{', '.join(sorted(_TOP))}.")
+    models = _models(_list(data, "models"))
+    datasets = _datasets(_list(data, "datasets"), Path(base))
+    epsilons = [_number(e, f"spec.epsilons[{i}]", allow_inf=True) for i, e in enumerate(_list(data, "epsilons"))]
+    deltas = [_number(d, f"spec.deltas[{i}]") for i, d in enumerate(_list(data, "deltas", [1e-5]))]
+    for i, d in enumerate(deltas):
+        if d >= 1:
+            raise InputError(f"spec.deltas[{i}] must be < 1. Found {d}.")
+    seeds = _list(data, "seeds", [0])
+    for i, s in enumerate(seeds):
+        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+            raise InputError(f"spec.seeds[{i}] must be an integer >= 0. Found {s!r}.")
+    schema = data.get("schema", "public")
+    if schema not in ("public", "none"):
+        raise InputError(f"spec.schema must be 'public' or 'none'. Found {schema!r}.")
+    rows = data.get("rows", 0)
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+        raise InputError(f"spec.rows must be an integer >= 0 (0: every row). Found {rows!r}.")
+    metrics = data.get("metrics", list(DEFAULT_METRICS))
+    if not isinstance(metrics, list) or not all(m in GROUPS for m in metrics):
+        raise InputError(f"spec.metrics must be a list of {', '.join(GROUPS)}. Found {metrics!r}.")
+    eval_seeds = data.get("eval_seeds", [0])
+    if not isinstance(eval_seeds, list) or not eval_seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) for s in eval_seeds):
+        raise InputError(f"spec.eval_seeds must be a non-empty list of integers. Found {eval_seeds!r}.")
+    limits = dict(DEFAULT_LIMITS)
+    given = data.get("limits") or {}
+    if not isinstance(given, dict) or set(given) - set(DEFAULT_LIMITS):
+        raise InputError(f"spec.limits must be a mapping with time_s and/or memory_gb. Found {given!r}.")
+    for name, value in given.items():
+        limits[name] = _number(value, f"spec.limits.{name}")
+    runs = [Run(model, label, params, dataset, path, target, epsilon, delta, int(seed), schema, rows,
+                tuple(metrics), tuple(int(s) for s in eval_seeds), __version__)
+            for (dataset, path, target) in datasets for (model, label, params) in models
+            for epsilon in epsilons for delta in deltas for seed in seeds]
+    return BenchSpec(str(data.get("name", "benchmark")), runs, limits)

@@ -1,0 +1,119 @@
+"""One benchmark run in its own process: ``python -m dpsynth.bench.worker RUN.json OUT.json``.
+
+The runner starts this module once per run, with the run's time and memory limits and its thread count set from
+outside (:mod:`dpsynth.bench.runner`), so a crash, a leak or a hung fit costs one run, never the grid. The result
+(status, the ledger's epsilon, fit / sample / evaluation seconds, peak memory, every row of the tidy evaluation
+table) is written to OUT.json atomically; a run that raises writes its error instead.
+
+Data: a registry dataset keeps its official test split when it has one, else a seeded 80/20 split (seed 0 for
+every run of a grid, so seeds vary the fit, not the data); ``rows`` keeps the first rows of the training split
+(benchmark scaling, a public choice). ``schema: public`` fits with the schema dpsynth ships for the dataset, or the
+one :func:`~dpsynth.data.inference.infer_schema` proposes from the training split, taken as public (the best case
+of a data owner who knows each column's domain); ``schema: none`` fits without one (DP discovery).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+__all__ = ["prepare_data", "run"]
+
+
+def prepare_data(run) -> tuple[Any, Any, Any, str | None]:
+    """(train, test, public schema or None, target) of ``run``'s dataset."""
+    from dpsynth import datasets
+    from dpsynth.data.inference import infer_schema
+
+    if run.path is None:
+        data = datasets.load(run.dataset)
+        target, shipped = data.target, data.schema
+        train, test = data.split(seed=0)
+    else:
+        from dpsynth._io import read_table
+
+        frame = read_table(run.path)
+        info = datasets.DatasetInfo(run.dataset, run.path, f"{len(frame)} rows", run.target, "classification",
+                                    f"file:{run.path}", "unknown")
+        train, test = datasets.Dataset(info, frame).split(seed=0)
+        target, shipped = run.target, None
+    if run.rows:
+        train = train.iloc[: run.rows].reset_index(drop=True)
+    schema = None
+    if run.schema == "public":
+        schema = shipped if shipped is not None else infer_schema(train, target=target, warn=False).reviewed()
+    return train, test, schema, target
+
+
+def run(run) -> dict[str, Any]:
+    """Fit, sample and evaluate one :class:`~dpsynth.bench.spec.Run`; the result as a JSON-able dict."""
+    from dpsynth import evaluate
+    from dpsynth.models import get_model_class
+
+    train, test, schema, target = prepare_data(run)
+    model = get_model_class(run.model)(**run.params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        model.fit(train, epsilon=run.epsilon, delta=run.delta, schema=schema, seed=run.seed)
+        fit_s = time.perf_counter() - start
+        start = time.perf_counter()
+        synthetic = model.sample(seed=run.seed)  # the DP row count
+        sample_s = time.perf_counter() - start
+        start = time.perf_counter()
+        result = evaluate(train, synthetic, real_test=test, schema=schema or model.schema_, target=target,
+                          metrics=list(run.metrics), seeds=run.eval_seeds, executor="sequential")
+        eval_s = time.perf_counter() - start
+    metrics = [{"metric": r["metric"], "subject": str(r["subject"]), "value": _finite(r["value"]),
+                "spread": _finite(r["spread"]), "n_seeds": None if _finite(r["n_seeds"]) is None else int(r["n_seeds"]),
+                "note": r["note"] or ""}
+               for r in result.table.to_dict(orient="records")]
+    spent = model.ledger_.epsilon()
+    return {"status": "ok", "error": "", "ledger_epsilon": "inf" if math.isinf(spent) else spent, "fit_s": fit_s,
+            "sample_s": sample_s, "eval_s": eval_s, "n_synthetic": len(synthetic), "metrics": metrics}
+
+
+def _finite(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _peak_mb() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return usage / 1024.0  # ru_maxrss is in KiB on Linux
+
+
+def main(argv: list[str] | None = None) -> int:
+    from dpsynth._io import atomic_write_text
+    from dpsynth.bench.spec import Run
+    from dpsynth.errors import DPSynthError
+
+    source, out = (argv if argv is not None else sys.argv[1:])
+    spec = Run.from_dict(json.loads(Path(source).read_text()))
+    try:
+        result = run(spec)
+    except MemoryError:
+        result = {"status": "memory", "error": "the run exceeded its memory limit (MemoryError)"}
+    except DPSynthError as exc:  # a refusal of the library: its one-line message
+        result = {"status": "failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+    except Exception as exc:  # noqa: BLE001 - any other failure is recorded with where it happened
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        result = {"status": "failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                                               f" ({Path(where.filename).name}:{where.lineno})"}
+    result["peak_mb"] = _peak_mb()
+    atomic_write_text(out, json.dumps(result, allow_nan=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""``dpsynth bench`` (issue 22): spec validation names the field, a grid runs and is stored, a re-run skips what is
+done, a failing / killed / hung / memory-starved run is recorded without stopping the grid, a driver killed with
+SIGKILL loses only the run in flight, and the Ray executor runs the same grid in local mode."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dpsynth.bench import ResultStore, load_spec, parse_spec, run_bench
+from dpsynth.bench.report import summary
+from dpsynth.bench.runner import execute, threads_per_worker
+from dpsynth.cli import main
+from dpsynth.errors import InputError
+
+pytest.importorskip("duckdb")
+
+SMALL = {"name": "t", "models": ["marginals"], "datasets": ["wine"], "epsilons": [1], "seeds": [0, 1],
+         "metrics": ["unsupervised"], "limits": {"time_s": 300}}
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"models": ["no-such-model"]}, "spec.models[0].name: unknown model 'no-such-model'"),
+    ({"models": [{"name": "marginals", "params": {"bins": 3}}]}, "spec.models[0].params: marginals has no "
+                                                                   "hyper-parameter bins"),
+    ({"models": [{"name": "marginals", "colour": 1}]}, "spec.models[0] has unknown field(s) colour"),
+    ({"datasets": ["nope"]}, "spec.datasets[0].name: unknown dataset 'nope'"),
+    ({"datasets": ["karate"]}, "spec.datasets[0].name: karate is a graph"),
+    ({"datasets": [{"name": "x", "path": "missing.csv"}]}, "spec.datasets[0].path"),
+    ({"epsilons": [1, -2]}, "spec.epsilons[1] must be > 0"),
+    ({"epsilons": []}, "spec.epsilons must be a non-empty list"),
+    ({"deltas": [1.5]}, "spec.deltas[0] must be < 1"),
+    ({"seeds": [0, "a"]}, "spec.seeds[1] must be an integer"),
+    ({"schema": "maybe"}, "spec.schema must be 'public' or 'none'"),
+    ({"metrics": ["speed"]}, "spec.metrics must be a list of"),
+    ({"limits": {"time_s": 0}}, "spec.limits.time_s must be > 0"),
+    ({"limits": {"cpu": 2}}, "spec.limits must be a mapping with time_s"),
+    ({"epochs": 3}, "spec has unknown field(s) epochs"),
+    ({"models": [{"name": "marginals"}, {"name": "marginals"}]}, "two models have the same label"),
+])
+def test_spec_errors_name_the_field(change, message, tmp_path):
+    with pytest.raises(InputError) as info:
+        parse_spec({**SMALL, **change}, base=tmp_path)
+    assert message in str(info.value) and len(str(info.value).splitlines()) == 1
+
+
+def test_spec_file_grid_and_run_keys(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text("name: g\nmodels: [marginals, {name: aim, params: {max_model_size: 4}, label: aim4}]\n"
+                    "datasets: [wine]\nepsilons: [0.5, inf]\ndeltas: [1.0e-5]\nseeds: [0, 1, 2]\n")
+    spec = load_spec(path)
+    assert len(spec.runs) == 2 * 2 * 3 and len({r.key for r in spec.runs}) == 12
+    inf_run = next(r for r in spec.runs if math.isinf(r.epsilon))
+    assert inf_run.to_dict()["epsilon"] == "inf" and type(inf_run).from_dict(inf_run.to_dict()) == inf_run
+    renamed = parse_spec({**SMALL, "models": [{"name": "marginals", "label": "floor"}]})
+    assert renamed.runs[0].key == parse_spec(SMALL).runs[0].key  # a label is a display name
+    assert parse_spec({**SMALL, "epsilons": [2]}).runs[0].key != parse_spec(SMALL).runs[0].key
+    (tmp_path / "bad.yaml").write_text("models: [marginals\n")
+    with pytest.raises(InputError, match="not valid YAML"):
+        load_spec(tmp_path / "bad.yaml")
+
+
+def test_threads_are_shared_out_among_workers():
+    assert threads_per_worker(1, cores=2) == 2 and threads_per_worker(2, cores=2) == 1
+    assert threads_per_worker(4, cores=2) == 1 and threads_per_worker(3, cores=8) == 2
+
+
+def test_grid_runs_records_and_resumes(tmp_path):
+    results = tmp_path / "r.duckdb"
+    csv = tmp_path / "wine.csv"
+    from dpsynth import datasets
+
+    datasets.load("wine").train.to_csv(csv, index=False)
+    spec = parse_spec({**SMALL, "datasets": ["wine", {"name": "wine-file", "path": str(csv), "target": "nope"}]})
+    counts = run_bench(spec, results, workers=2, progress=False, echo=lambda _: None)
+    assert counts == {"skipped": 0, "ok": 2, "failed": 2}
+    with ResultStore(results, read_only=True) as store:
+        runs, metrics = store.runs(), store.metrics()
+    assert len(runs) == 4 and runs["key"].is_unique
+    ok = runs[runs["status"] == "ok"]
+    assert (ok["ledger_epsilon"].between(0.9, 1.0 + 1e-6)).all() and (ok["fit_s"] > 0).all()
+    assert (ok["peak_mb"] > 50).all() and (ok["n_synthetic"] > 0).all()
+    assert set(metrics["key"]) == set(ok["key"]) and "marginal.tvd1" in set(metrics["metric"])
+    failed = runs[runs["status"] == "failed"]
+    assert failed["error"].str.contains("nope").all()  # the worker's one-line reason
+    table = summary(runs, metrics)
+    row = table[(table["dataset"] == "wine")].iloc[0]
+    assert row["runs"] == "2 ok" and row["tvd1"] != "-" and "±" in row["tvd1"]
+    again = run_bench(spec, results, progress=False, echo=lambda _: None)
+    assert again == {"skipped": 4}
+    retry = run_bench(spec, results, retry_failed=True, progress=False, echo=lambda _: None)
+    assert retry == {"skipped": 2, "failed": 2}
+    with ResultStore(results, read_only=True) as store:
+        assert len(store.runs()) == 4  # replaced, not duplicated
+
+
+def test_failed_killed_hung_and_memory_starved_workers_become_results():
+    limits = {"time_s": 3.0, "memory_gb": 4.0}
+    run = parse_spec(SMALL).runs[0].to_dict()
+    py = sys.executable
+    killed = execute(run, limits, 1, command=[py, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    assert killed["status"] == "failed" and killed["error"] == "worker killed by SIGKILL"
+    start = time.perf_counter()
+    hung = execute(run, limits, 1, command=[py, "-c", "import time; time.sleep(60)"])
+    assert hung["status"] == "timeout" and time.perf_counter() - start < 30
+    memory = execute(run, {"time_s": 30.0, "memory_gb": 0.5}, 1,
+                     command=[py, "-c", "x = bytearray(2 * 1024 ** 3)"])
+    assert memory["status"] == "memory" and "0.5 GB" in memory["error"]
+    crashed = execute(run, limits, 1, command=[py, "-c", "raise SystemExit('bad things')"])
+    assert crashed["status"] == "failed" and crashed["error"] == "bad things"
+
+
+def test_a_driver_killed_with_sigkill_resumes_without_losing_or_repeating_runs(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: k\nmodels: [marginals]\ndatasets: [wine]\nepsilons: [1]\nseeds: [0, 1, 2, 3]\n"
+                    "metrics: [unsupervised]\n")
+    results = tmp_path / "r.duckdb"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    driver = subprocess.Popen([sys.executable, "-m", "dpsynth.cli", "bench", str(spec), "--results", str(results),
+                               "--quiet"], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    done = 0
+    for line in driver.stdout:
+        if line.startswith("done "):
+            done += 1
+            break
+    os.killpg(driver.pid, signal.SIGKILL)  # the driver and the worker in flight
+    driver.wait()
+    assert done == 1
+    with ResultStore(results, read_only=True) as store:
+        recorded = len(store.runs())
+    assert 1 <= recorded < 4
+    counts = run_bench(load_spec(spec), results, progress=False, echo=lambda _: None)
+    assert counts["skipped"] == recorded and counts.get("ok", 0) == 4 - recorded
+    with ResultStore(results, read_only=True) as store:
+        runs = store.runs()
+    assert len(runs) == 4 and runs["key"].is_unique and (runs["status"] == "ok").all()
+
+
+def test_ray_executor_in_local_mode(tmp_path):
+    pytest.importorskip("ray")
+    counts = run_bench(parse_spec(SMALL), tmp_path / "r.duckdb", workers=2, executor="ray", progress=False,
+                       echo=lambda _: None)
+    assert counts == {"skipped": 0, "ok": 2}
+
+
+def test_cli_bench_and_report(tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: c\nmodels: [marginals]\ndatasets: [wine]\nepsilons: [1, inf]\nseeds: [0]\n"
+                    "metrics: [unsupervised]\n")
+    results, html = tmp_path / "r.duckdb", tmp_path / "r.html"
+    assert main(["bench", str(spec), "--results", str(results), "--quiet"]) == 0
+    assert "finished: 2 ok, 0 skipped" in capsys.readouterr().out
+    assert main(["bench", "report", str(results), "--html", str(html), "--metric", "bhattacharyya"]) == 0
+    printed = capsys.readouterr().out
+    assert "marginals" in printed and "bhattacharyya" in printed and " inf " in printed
+    page = html.read_text()
+    assert "Summary (mean" in page and "data:image/png;base64" in page
+    assert main(["bench", str(spec)]) == 2
+    assert "needs --results" in capsys.readouterr().err
+    assert main(["bench", "report", str(tmp_path / "none.duckdb")]) == 2
+    assert "does not exist" in capsys.readouterr().err
