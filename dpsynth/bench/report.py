@@ -3,9 +3,11 @@
 The summary has one row per (dataset, model, epsilon, delta) with the number of recorded runs by status and, over
 the seeds that succeeded, mean ± std of the headline numbers: the ledger's epsilon, XGBoost's score trained on
 synthetic and tested on real rows (AUC for a categorical target, R2 for a numeric one), the mean 1-way and 2-way
-marginal TVD, fit seconds and peak memory. ``--metric NAME`` adds any metric of the tidy evaluation table (mean
-over its subjects). The HTML page (dpsynth's report template) holds the table, the failures with their errors, and
-one figure per dataset: each headline metric against epsilon, a line per model, error bars over seeds.
+marginal TVD, fit seconds, peak memory and, when the spec ran attacks, the highest attack risk of the release
+(``risk_max``: the largest headline risk over the attacks, each in [0, 1]). ``--metric NAME`` adds any metric of
+the tidy evaluation table (mean over its subjects). The HTML page (dpsynth's report template) holds the table, the failures with their errors, and
+one figure per dataset: each headline metric against epsilon, a line per model, error bars over seeds, and, with
+attacks, utility (XGBoost AUC or R2) against risk, a point per (model, epsilon).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ def _per_run(runs: pd.DataFrame, metrics: pd.DataFrame, extra: Sequence[str]) ->
         if subject is not None:
             rows = rows[rows["subject"] == subject]
         ok[column] = ok["key"].map(rows.groupby("key")["value"].mean())
+    risks = metrics[metrics["metric"].str.startswith("risk.") & metrics["metric"].str.endswith(".risk")]
+    ok["risk_max"] = ok["key"].map(risks.groupby("key")["value"].max())
     return ok
 
 
@@ -63,7 +67,7 @@ def summary(runs: pd.DataFrame, metrics: pd.DataFrame, extra: Sequence[str] = ()
         counts = all_runs["status"].value_counts()
         row["runs"] = " ".join(f"{counts[s]} {s}" for s in sorted(counts.index))
         good = per[(per[keys] == pd.Series(group, index=keys)).all(axis=1)] if not per.empty else per
-        for column in [*_RUN_COLUMNS, *HEADLINE, *extra]:
+        for column in [*_RUN_COLUMNS, *HEADLINE, "risk_max", *extra]:
             source = _RUN_COLUMNS.get(column, column)
             row[column] = _fmt(good[source]) if source in good else "-"
         out.append(row)
@@ -107,6 +111,20 @@ def figures(runs: pd.DataFrame, metrics: pd.DataFrame):
         fig.suptitle(f"{dataset}", fontsize=10)
         fig.tight_layout()
         out[dataset] = fig
+        utility = next((c for c in ("auc_xgb", "r2_xgb") if rows[c].notna().any()), None)
+        if utility is None or not rows["risk_max"].notna().any():
+            continue
+        fig, ax = plt.subplots(figsize=(4.2, 3.2))
+        for (label, epsilon), group in rows.groupby(["label", "epsilon"]):
+            ax.errorbar(group["risk_max"].mean(), group[utility].mean(), xerr=group["risk_max"].std(ddof=0),
+                        yerr=group[utility].std(ddof=0), marker="o", capsize=3,
+                        label=f"{label}, eps {'inf' if math.isinf(epsilon) else f'{epsilon:g}'}")
+        ax.set_xlabel("highest attack risk")
+        ax.set_ylabel(utility)
+        ax.legend(fontsize=7)
+        fig.suptitle(f"{dataset}: utility against risk", fontsize=10)
+        fig.tight_layout()
+        out[f"{dataset}: utility against risk"] = fig
     return out
 
 
@@ -124,7 +142,7 @@ def write_html(path: str | Path, runs: pd.DataFrame, metrics: pd.DataFrame, *, e
     bad = failures(runs)
     if not bad.empty:
         sections.append(("Runs that did not finish", table_html(bad.to_dict(orient="records"), list(bad.columns))))
-    for dataset, fig in figures(runs, metrics).items():
-        sections.append((f"{dataset}: metrics against epsilon",
-                         f'<img alt="{escape(str(dataset))}: metrics against epsilon" src="{to_data_uri(fig)}">'))
+    for name, fig in figures(runs, metrics).items():
+        title = name if ":" in name else f"{name}: metrics against epsilon"
+        sections.append((title, f'<img alt="{escape(title)}" src="{to_data_uri(fig)}">'))
     return write_report(path, None, extra_sections=sections, title=title)

@@ -18,6 +18,7 @@ schema: public                    # public: the shipped (or inferred, taken as p
 rows: 0                           # 0: every training row; n: the first n of the (seeded) shuffled training split
 metrics: [similarity, unsupervised, ml_efficacy]    # groups of dpsynth.evaluate
 eval_seeds: [0]                   # model seeds of the ML-efficacy classifiers
+risk: default                     # privacy attacks on each release: false (default), default, or attack names
 limits: {time_s: 3600, memory_gb: 8}
 ```
 
@@ -40,7 +41,7 @@ from dpsynth.errors import InputError
 __all__ = ["BenchSpec", "Run", "load_spec", "parse_spec"]
 
 _TOP = {"name", "models", "datasets", "epsilons", "deltas", "seeds", "schema", "rows", "metrics", "eval_seeds",
-        "limits"}
+        "risk", "limits"}
 DEFAULT_METRICS = ("similarity", "unsupervised", "ml_efficacy")
 DEFAULT_LIMITS = {"time_s": 3600.0, "memory_gb": 8.0}
 
@@ -62,6 +63,7 @@ class Run:
     rows: int
     metrics: tuple[str, ...]
     eval_seeds: tuple[int, ...]
+    risk: tuple[str, ...]
     version: str
 
     @property
@@ -81,7 +83,8 @@ class Run:
     def from_dict(cls, data: dict[str, Any]) -> Run:
         data = dict(data)
         data["epsilon"] = float(data["epsilon"])
-        data["metrics"], data["eval_seeds"] = tuple(data["metrics"]), tuple(data["eval_seeds"])
+        for name in ("metrics", "eval_seeds", "risk"):
+            data[name] = tuple(data[name])
         return cls(**data)
 
 
@@ -191,6 +194,21 @@ def _datasets(entries: list, base: Path) -> list[tuple[str, str | None, str | No
     return out
 
 
+def _risk(value) -> tuple[str, ...]:
+    """The attacks of ``risk:`` (none by default; ``default``: dpsynth's default attacks; the shadow attack needs
+    a generator to refit and is not run by the bench)."""
+    from dpsynth.attacks.risk import DEFAULT_ATTACKS
+
+    if value is False or value is None:
+        return ()
+    if value is True or value == "default":
+        return tuple(DEFAULT_ATTACKS)
+    if not isinstance(value, list) or not value or any(a not in DEFAULT_ATTACKS for a in value):
+        raise InputError(f"spec.risk must be false, 'default' or a list of {', '.join(DEFAULT_ATTACKS)}. "
+                         f"Found {value!r}.")
+    return tuple(value)
+
+
 def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
     """Validate a spec already read into Python objects (see the module docstring for the fields)."""
     from dpsynth import __version__
@@ -226,6 +244,7 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
     if not isinstance(eval_seeds, list) or not eval_seeds or not all(
             isinstance(s, int) and not isinstance(s, bool) for s in eval_seeds):
         raise InputError(f"spec.eval_seeds must be a non-empty list of integers. Found {eval_seeds!r}.")
+    risk = _risk(data.get("risk", False))
     limits = dict(DEFAULT_LIMITS)
     given = data.get("limits") or {}
     if not isinstance(given, dict) or set(given) - set(DEFAULT_LIMITS):
@@ -233,7 +252,7 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
     for name, value in given.items():
         limits[name] = _number(value, f"spec.limits.{name}")
     runs = [Run(model, label, params, dataset, path, target, epsilon, delta, int(seed), schema, rows,
-                tuple(metrics), tuple(int(s) for s in eval_seeds), __version__)
+                tuple(metrics), tuple(int(s) for s in eval_seeds), risk, __version__)
             for (dataset, path, target) in datasets for (model, label, params) in models
             for epsilon in epsilons for delta in deltas for seed in seeds]
     return BenchSpec(str(data.get("name", "benchmark")), runs, limits)

@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS runs (
     key VARCHAR, spec VARCHAR, model VARCHAR, label VARCHAR, params VARCHAR, dataset VARCHAR,
     epsilon DOUBLE, delta DOUBLE, seed INTEGER, schema_mode VARCHAR, train_rows INTEGER, version VARCHAR,
     status VARCHAR, error VARCHAR, ledger_epsilon DOUBLE, fit_s DOUBLE, sample_s DOUBLE, eval_s DOUBLE,
-    wall_s DOUBLE, peak_mb DOUBLE, n_synthetic BIGINT, threads INTEGER, finished_at TIMESTAMP, run JSON
+    risk_s DOUBLE, wall_s DOUBLE, peak_mb DOUBLE, n_synthetic BIGINT, threads INTEGER, finished_at TIMESTAMP, run JSON
 );
 CREATE TABLE IF NOT EXISTS metrics (
     key VARCHAR, metric VARCHAR, subject VARCHAR, value DOUBLE, spread DOUBLE, n_seeds INTEGER, note VARCHAR
@@ -79,18 +79,22 @@ class ResultStore:
         rows = [(key, m["metric"], m["subject"], m["value"], m["spread"], m["n_seeds"], m["note"])
                 for m in result.get("metrics", [])]
         ledger = result.get("ledger_epsilon")
+        values = {
+            "key": key, "spec": spec_name, "model": run.model, "label": run.label,
+            "params": json.dumps(run.params, sort_keys=True), "dataset": run.dataset, "epsilon": run.epsilon,
+            "delta": run.delta, "seed": run.seed, "schema_mode": run.schema, "train_rows": run.rows,
+            "version": run.version, "status": result["status"], "error": result.get("error", ""),
+            "ledger_epsilon": math.inf if ledger == "inf" else ledger, "fit_s": result.get("fit_s"),
+            "sample_s": result.get("sample_s"), "eval_s": result.get("eval_s"), "risk_s": result.get("risk_s"),
+            "wall_s": wall_s, "peak_mb": result.get("peak_mb"), "n_synthetic": result.get("n_synthetic"),
+            "threads": threads, "run": json.dumps(run.to_dict()),
+        }
         self.con.execute("BEGIN TRANSACTION")
         try:
             self.con.execute("DELETE FROM metrics WHERE key = ?", [key])
             self.con.execute("DELETE FROM runs WHERE key = ?", [key])
-            self.con.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                "current_timestamp, ?)",
-                [key, spec_name, run.model, run.label, json.dumps(run.params, sort_keys=True), run.dataset,
-                 run.epsilon, run.delta, run.seed, run.schema, run.rows, run.version, result["status"],
-                 result.get("error", ""), math.inf if ledger == "inf" else ledger, result.get("fit_s"),
-                 result.get("sample_s"), result.get("eval_s"), wall_s, result.get("peak_mb"),
-                 result.get("n_synthetic"), threads, json.dumps(run.to_dict())])
+            self.con.execute(f"INSERT INTO runs ({', '.join(values)}, finished_at) "
+                             f"VALUES ({', '.join('?' for _ in values)}, current_timestamp)", list(values.values()))
             if rows:
                 self.con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
             self.con.execute("COMMIT")

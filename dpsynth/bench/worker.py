@@ -71,13 +71,34 @@ def run(run) -> dict[str, Any]:
         result = evaluate(train, synthetic, real_test=test, schema=schema or model.schema_, target=target,
                           metrics=list(run.metrics), seeds=run.eval_seeds, executor="sequential")
         eval_s = time.perf_counter() - start
+        risk_rows, risk_s = _risk(run, train, test, synthetic)
     metrics = [{"metric": r["metric"], "subject": str(r["subject"]), "value": _finite(r["value"]),
                 "spread": _finite(r["spread"]), "n_seeds": None if _finite(r["n_seeds"]) is None else int(r["n_seeds"]),
                 "note": r["note"] or ""}
-               for r in result.table.to_dict(orient="records")]
+               for r in result.table.to_dict(orient="records")] + risk_rows
     spent = model.ledger_.epsilon()
     return {"status": "ok", "error": "", "ledger_epsilon": "inf" if math.isinf(spent) else spent, "fit_s": fit_s,
-            "sample_s": sample_s, "eval_s": eval_s, "n_synthetic": len(synthetic), "metrics": metrics}
+            "sample_s": sample_s, "eval_s": eval_s, "risk_s": risk_s, "n_synthetic": len(synthetic), "metrics": metrics}
+
+
+def _risk(run, train, test, synthetic) -> tuple[list[dict[str, Any]], float | None]:
+    """The spec's attacks on the release (control: the real test rows), as metric rows ``risk.<attack>.<metric>``
+    with the interval in the note; skipped attacks are rows with no value and the reason."""
+    if not run.risk:
+        return [], None
+    from dpsynth import assess_risk
+
+    start = time.perf_counter()
+    columns = list(synthetic.columns)  # DP discovery may have excluded columns: attack the released ones
+    result = assess_risk(train[columns], synthetic, control=test[columns], attacks=list(run.risk),
+                         executor="sequential", seed=run.seed)
+    rows = [{"metric": f"risk.{r['attack']}.{r['metric']}", "subject": "(all)", "value": _finite(r["value"]),
+             "spread": None, "n_seeds": 1, "note": f"ci [{r['ci_low']:.4g}, {r['ci_high']:.4g}], "
+                                                  f"{r['n_targets']} targets"}
+            for r in result.table.to_dict(orient="records")]
+    rows += [{"metric": f"risk.{attack}.risk", "subject": "(all)", "value": None, "spread": None, "n_seeds": 0,
+              "note": f"skipped: {why}"} for attack, why in result.skipped.items()]
+    return rows, time.perf_counter() - start
 
 
 def _finite(value) -> float | None:

@@ -42,6 +42,7 @@ SMALL = {"name": "t", "models": ["marginals"], "datasets": ["wine"], "epsilons":
     ({"limits": {"time_s": 0}}, "spec.limits.time_s must be > 0"),
     ({"limits": {"cpu": 2}}, "spec.limits must be a mapping with time_s"),
     ({"epochs": 3}, "spec has unknown field(s) epochs"),
+    ({"risk": ["shadow_groundhog"]}, "spec.risk must be false, 'default' or a list of"),
     ({"models": [{"name": "marginals"}, {"name": "marginals"}]}, "two models have the same label"),
 ])
 def test_spec_errors_name_the_field(change, message, tmp_path):
@@ -152,13 +153,17 @@ def test_ray_executor_in_local_mode(tmp_path):
 def test_cli_bench_and_report(tmp_path, capsys):
     spec = tmp_path / "spec.yaml"
     spec.write_text("name: c\nmodels: [marginals]\ndatasets: [wine]\nepsilons: [1, inf]\nseeds: [0]\n"
-                    "metrics: [unsupervised]\n")
+                    "metrics: [unsupervised]\nrisk: [closest_distance_hamming]\n")
     results, html = tmp_path / "r.duckdb", tmp_path / "r.html"
     assert main(["bench", str(spec), "--results", str(results), "--quiet"]) == 0
     assert "finished: 2 ok, 0 skipped" in capsys.readouterr().out
     assert main(["bench", "report", str(results), "--html", str(html), "--metric", "bhattacharyya"]) == 0
     printed = capsys.readouterr().out
-    assert "marginals" in printed and "bhattacharyya" in printed and " inf " in printed
+    assert "marginals" in printed and "bhattacharyya" in printed and " inf " in printed and "risk_max" in printed
+    with ResultStore(results, read_only=True) as store:
+        metrics = store.metrics()
+    risk = metrics[metrics["metric"] == "risk.closest_distance_hamming.risk"]
+    assert len(risk) == 2 and risk["value"].between(0, 1).all() and risk["note"].str.startswith("ci [").all()
     page = html.read_text()
     assert "Summary (mean" in page and "data:image/png;base64" in page
     assert main(["bench", str(spec)]) == 2
