@@ -5,9 +5,9 @@ the seeds that succeeded, mean ± std of the headline numbers: the ledger's epsi
 synthetic and tested on real rows (AUC for a categorical target, R2 for a numeric one), the mean 1-way and 2-way
 marginal TVD, fit seconds, peak memory and, when the spec ran attacks, the highest attack risk of the release
 (``risk_max``: the largest headline risk over the attacks, each in [0, 1]). ``--metric NAME`` adds any metric of
-the tidy evaluation table (mean over its subjects). The HTML page (dpsynth's report template) holds the table, the failures with their errors, and
-one figure per dataset: each headline metric against epsilon, a line per model, error bars over seeds, and, with
-attacks, utility (XGBoost AUC or R2) against risk, a point per (model, epsilon).
+the tidy evaluation table (mean over its subjects). The HTML page (dpsynth's report template) holds the table, the
+failures with their errors, and one figure per dataset: each headline metric against epsilon, a line per model,
+error bars over seeds, and, with attacks, utility (XGBoost AUC or R2) against risk, a point per (model, epsilon).
 """
 
 from __future__ import annotations
