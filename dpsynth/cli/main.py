@@ -76,8 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_datasets(sub) -> None:
-    p = sub.add_parser("datasets", help="list the known datasets")
-    p.add_argument("action", nargs="?", default="list", choices=["list"])
+    p = sub.add_parser("datasets", help="list the known datasets, or fetch one that cannot ship (census_kdd)")
+    p.add_argument("action", nargs="?", default="list", choices=["list", "fetch"])
+    p.add_argument("name", nargs="?", help="with fetch: the dataset (census_kdd)")
     p.set_defaults(func=_cmd_datasets)
 
 
@@ -230,7 +231,14 @@ def _version() -> str:
 
 # ------------------------------------------------------------------------------------------------ commands
 def _cmd_datasets(args) -> int:
-    from dpsynth.datasets import list_datasets
+    from dpsynth.datasets import fetch, list_datasets
+
+    if args.action == "fetch":
+        if not args.name:
+            raise InputError("dpsynth datasets fetch needs a dataset name (census_kdd).")
+        for path in fetch(args.name):
+            print(f"fetched {path}")
+        return 0
 
     table = list_datasets()[["name", "task", "rows", "target", "source", "description"]]
     print(table.fillna("-").to_string(index=False))  # karate (a graph) has no target: "-", not NaN
