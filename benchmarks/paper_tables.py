@@ -40,55 +40,17 @@ import pandas as pd
 
 PAPERS = ("dp-tldm", "dp-auto-gan", "dtgan", "dp-sactgan")
 
-# ---------------------------------------------------------------------------------------------- published numbers
-#: seed 004 Tables 2 (epsilon = inf) and 3 (separation 0.1): (resemblance, discriminability, utility); lines 187-206
-#: and 416-431 of the seed's text. "dp-tldm@inf" is the paper's TLDM (DP-TLDM trained without DP).
-SEED004 = {
-    ("loan", "CopulaGAN"): (92, 95, 70), ("loan", "ctgan"): (92, 85, 93), ("loan", "ADS-GAN"): (93, 95, 73),
-    ("loan", "gaussian-copula"): (86, 82, 78), ("loan", "tabddpm"): (98, 100, 97),
-    ("housing", "CopulaGAN"): (94, 90, 62), ("housing", "ctgan"): (94, 92, 64), ("housing", "ADS-GAN"): (93, 87, 74),
-    ("housing", "gaussian-copula"): (91, 84, 32), ("housing", "tabddpm"): (96, 98, 93),
-    ("adult", "CopulaGAN"): (93, 97, 81), ("adult", "ctgan"): (90, 79, 83), ("adult", "ADS-GAN"): (88, 59, 83),
-    ("adult", "gaussian-copula"): (80, 50, 56), ("adult", "tabddpm"): (96, 98, 98),
-    ("cardio", "CopulaGAN"): (87, 93, 96), ("cardio", "ctgan"): (84, 68, 97), ("cardio", "ADS-GAN"): (90, 71, 100),
-    ("cardio", "gaussian-copula"): (81, 63, 86), ("cardio", "tabddpm"): (95, 99, 100),
-    ("loan", "dp-tldm@inf"): (96, 98, 100), ("loan", "dp-ctgan"): (40, 11, 54), ("loan", "dp-tabddpm"): (40, 9, 55),
-    ("loan", "dp-tldm"): (63, 57, 63),
-    ("housing", "dp-tldm@inf"): (98, 98, 85), ("housing", "dp-ctgan"): (37, 9, 21),
-    ("housing", "dp-tabddpm"): (47, 9, 8), ("housing", "dp-tldm"): (86, 81, 30),
-    ("adult", "dp-tldm@inf"): (95, 88, 100), ("adult", "dp-ctgan"): (44, 10, 49),
-    ("adult", "dp-tabddpm"): (49, 9, 48), ("adult", "dp-tldm"): (77, 63, 58),
-    ("cardio", "dp-tldm@inf"): (100, 95, 100), ("cardio", "dp-ctgan"): (53, 14, 51),
-    ("cardio", "dp-tabddpm"): (43, 9, 71), ("cardio", "dp-tldm"): (86, 50, 91),
-}
-SEED004_MU = 0.3563  # separation 0.1 (seed 004 §5.3)
-SEED004_NONPRIVATE = ("ctgan", "gaussian-copula", "tabddpm", "dp-tldm")  # dp-tldm at inf: the paper's TLDM
-SEED004_DP = ("dp-ctgan", "dp-tabddpm", "dp-tldm")
-
-#: seed 003 Table 2 (Adult; lines 316-324): (model, epsilon) -> (JSD marital, JSD race, JSD all, KL_mu marital,
-#: KL_mu race, KL_mu all); "all" sums the 8 categorical columns other than education
-SEED003_DIVERSITY = {
-    ("dp-auto-gan", 0.36): (.025, .021, 0.33, .019, .125, 0.81),
-    ("dp-auto-gan", 0.51): (.043, .014, 0.23, .053, .064, 0.48),
-    ("dp-auto-gan", 1.01): (.014, .016, 0.19, .005, .089, 0.53),
-    ("dp-wgan", 0.36): (.119, .081, 1.29, .165, .262, 5.26),
-    ("dp-wgan", 0.51): (.624, .053, 2.41, 1.16, .465, 6.39),
-    ("dp-wgan", 1.01): (.136, .040, 0.73, .290, .277, 1.53),
-    ("dp-vae", 0.36): (.139, .095, 0.80, .207, .315, 2.52),
-    ("dp-vae", 0.51): (.043, .031, 0.44, .044, .102, 1.17),
-    ("dp-vae", 1.01): (.021, .011, 0.23, .017, .038, 0.58),
-    ("dp-syn", 0.5): (.017, .053, 0.25, .017, .465, 0.99),
-    ("dp-syn", 0.8): (.013, .053, 0.27, .011, .465, 1.00),
-    ("dp-syn", 1.4): (.017, .053, 0.28, .012, .465, 1.02),
-}
-#: seed 003 Table 3 (lines 370-374): random-forest accuracy (%) on salary; DP-WGAN's are quoted from Frigerio et al.
-SEED003_RF = {("real", math.inf): 84.53, ("dp-auto-gan", math.inf): 79.18, ("dp-auto-gan", 1.01): 79.19,
-              ("dp-auto-gan", 0.51): 78.68, ("dp-auto-gan", 0.36): 74.66, ("dp-wgan", math.inf): 76.7,
-              ("dp-wgan", 7.0): 76.0, ("dp-wgan", 3.0): 75.3}
-SEED003_EPSILONS = {"dp-auto-gan": (0.36, 0.51, 1.01), "dp-wgan": (0.36, 0.51, 1.01), "dp-vae": (0.36, 0.51, 1.01),
-                    "dp-syn": (0.5, 0.8, 1.4)}
-SEED003_COLUMNS = ("workclass", "marital-status", "occupation", "relationship", "race", "sex", "native-country",
-                   "income")
+# the published numbers live with `dpsynth bench --paper` (one copy)
+from dpsynth.bench.papers import (  # noqa: E402
+    SEED003_COLUMNS,
+    SEED003_DIVERSITY,
+    SEED003_EPSILONS,
+    SEED003_RF,
+    SEED004,
+    SEED004_DP,
+    SEED004_MU,
+    SEED004_NONPRIVATE,
+)
 
 DATASETS = {"adult": "adult", "cardio": "cardio", "loan": "loan", "housing": "housing"}
 

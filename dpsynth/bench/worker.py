@@ -6,7 +6,8 @@ outside (:mod:`dpsynth.bench.runner`), so a crash, a leak or a hung fit costs on
 table) is written to OUT.json atomically; a run that raises writes its error instead.
 
 Data: a registry dataset keeps its official test split when it has one, else a seeded 80/20 split (seed 0 for
-every run of a grid, so seeds vary the fit, not the data); ``rows`` keeps the first rows of the training split
+every run of a grid, so seeds vary the fit, not the data); a registry classification target stored as numbers
+becomes text labels (``class_0``, ...); ``rows`` keeps the first rows of the training split
 (benchmark scaling, a public choice). ``schema: public`` fits with the schema dpsynth ships for the dataset, or the
 one :func:`~dpsynth.data.inference.infer_schema` proposes from the training split, taken as public (the best case
 of a data owner who knows each column's domain); ``schema: none`` fits without one (DP discovery).
@@ -29,6 +30,8 @@ __all__ = ["prepare_data", "run"]
 
 def prepare_data(run) -> tuple[Any, Any, Any, str | None]:
     """(train, test, public schema or None, target) of ``run``'s dataset."""
+    import pandas as pd
+
     from dpsynth import datasets
     from dpsynth.data.inference import infer_schema
 
@@ -44,6 +47,10 @@ def prepare_data(run) -> tuple[Any, Any, Any, str | None]:
                                     f"file:{run.path}", "unknown")
         train, test = datasets.Dataset(info, frame).split(seed=0)
         target, shipped = run.target, None
+    if run.path is None and data.info.task == "classification" and target is not None and \
+            pd.api.types.is_numeric_dtype(train[target].dtype):
+        # a class label stored as a number (Wine's 0/1/2, Cardio's 0/1) is a category: modelled and scored as one
+        train, test = (frame.assign(**{target: frame[target].map(lambda v: f"class_{v}")}) for frame in (train, test))
     if run.rows:
         train = train.iloc[: run.rows].reset_index(drop=True)
     schema = None
