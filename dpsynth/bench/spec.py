@@ -15,6 +15,7 @@ epsilons: [1, inf]                # inf: the model's non-private mode
 deltas: [1.0e-5]
 seeds: [0, 1, 2]
 schema: public                    # public: the shipped (or inferred, taken as public) schema; none: DP discovery
+dtypes: public                    # with schema none: private reads every cell as text, as `dpsynth fit FILE.csv`
 rows: 0                           # 0: every training row; n: the first n of the (seeded) shuffled training split
 metrics: [similarity, unsupervised, ml_efficacy]    # groups of dpsynth.evaluate
 eval_seeds: [0]                   # model seeds of the ML-efficacy classifiers
@@ -23,8 +24,8 @@ limits: {time_s: 3600, memory_gb: 8}
 ```
 
 A *run* is one cell of the grid; its key is a hash of everything that decides its result (model, parameters,
-dataset, epsilon, delta, seed, schema mode, rows, metrics, evaluation seeds, dpsynth's version), so a results file
-knows which runs of a spec are done, and a changed spec or a new dpsynth version runs again.
+dataset, epsilon, delta, seed, schema mode, dtypes, rows, metrics, evaluation seeds, attacks, dpsynth's version),
+so a results file knows which runs of a spec are done, and a changed spec or a new dpsynth version runs again.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from dpsynth.errors import InputError
 __all__ = ["BenchSpec", "Run", "load_spec", "parse_spec"]
 
 _TOP = {"name", "models", "datasets", "epsilons", "deltas", "seeds", "schema", "rows", "metrics", "eval_seeds",
-        "risk", "limits"}
+        "risk", "limits", "dtypes"}
 DEFAULT_METRICS = ("similarity", "unsupervised", "ml_efficacy")
 DEFAULT_LIMITS = {"time_s": 3600.0, "memory_gb": 8.0}
 
@@ -60,6 +61,7 @@ class Run:
     delta: float
     seed: int
     schema: str
+    dtypes: str
     rows: int
     metrics: tuple[str, ...]
     eval_seeds: tuple[int, ...]
@@ -234,6 +236,11 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
     schema = data.get("schema", "public")
     if schema not in ("public", "none"):
         raise InputError(f"spec.schema must be 'public' or 'none'. Found {schema!r}.")
+    dtypes = data.get("dtypes", "public")
+    if dtypes not in ("public", "private"):
+        raise InputError(f"spec.dtypes must be 'public' or 'private'. Found {dtypes!r}.")
+    if dtypes == "private" and schema == "public":
+        raise InputError("spec.dtypes: private applies without a schema; set schema: none.")
     rows = data.get("rows", 0)
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
         raise InputError(f"spec.rows must be an integer >= 0 (0: every row). Found {rows!r}.")
@@ -251,7 +258,7 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
         raise InputError(f"spec.limits must be a mapping with time_s and/or memory_gb. Found {given!r}.")
     for name, value in given.items():
         limits[name] = _number(value, f"spec.limits.{name}")
-    runs = [Run(model, label, params, dataset, path, target, epsilon, delta, int(seed), schema, rows,
+    runs = [Run(model, label, params, dataset, path, target, epsilon, delta, int(seed), schema, dtypes, rows,
                 tuple(metrics), tuple(int(s) for s in eval_seeds), risk, __version__)
             for (dataset, path, target) in datasets for (model, label, params) in models
             for epsilon in epsilons for delta in deltas for seed in seeds]

@@ -7,10 +7,11 @@ table) is written to OUT.json atomically; a run that raises writes its error ins
 
 Data: a registry dataset keeps its official test split when it has one, else a seeded 80/20 split (seed 0 for
 every run of a grid, so seeds vary the fit, not the data); a registry classification target stored as numbers
-becomes text labels (``class_0``, ...); ``rows`` keeps the first rows of the training split
-(benchmark scaling, a public choice). ``schema: public`` fits with the schema dpsynth ships for the dataset, or the
-one :func:`~dpsynth.data.inference.infer_schema` proposes from the training split, taken as public (the best case
-of a data owner who knows each column's domain); ``schema: none`` fits without one (DP discovery).
+becomes text labels (``class_0``, ...); ``rows`` keeps the first rows of the training split (benchmark scaling, a
+public choice). ``schema: public`` fits with the schema dpsynth ships for the dataset, or the one
+:func:`~dpsynth.data.inference.infer_schema` proposes from the training split, taken as public (the best case of a
+data owner who knows each column's domain); ``schema: none`` fits without one (DP discovery; with ``dtypes:
+private`` every cell is read as text first, as ``dpsynth fit FILE.csv`` reads a CSV).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def run(run) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
-        model.fit(train, epsilon=run.epsilon, delta=run.delta, schema=schema, seed=run.seed)
+        model.fit(train, epsilon=run.epsilon, delta=run.delta, schema=schema, seed=run.seed, dtypes=run.dtypes)
         fit_s = time.perf_counter() - start
         start = time.perf_counter()
         synthetic = model.sample(seed=run.seed)  # the DP row count

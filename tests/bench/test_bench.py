@@ -170,3 +170,19 @@ def test_cli_bench_and_report(tmp_path, capsys):
     assert "needs --results" in capsys.readouterr().err
     assert main(["bench", "report", str(tmp_path / "none.duckdb")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_the_shipped_specs_are_valid():
+    """benchmarks/specs/*.yaml are what the README's tables are run with: they must keep parsing."""
+    from pathlib import Path
+
+    specs = sorted((Path(__file__).resolve().parents[2] / "benchmarks" / "specs").glob("*.yaml"))
+    assert len(specs) >= 4
+    for path in specs:
+        assert load_spec(path).runs, path.name
+
+
+def test_private_dtypes_need_schema_none():
+    with pytest.raises(InputError, match="spec.dtypes: private applies without a schema"):
+        parse_spec({**SMALL, "dtypes": "private"})
+    assert parse_spec({**SMALL, "schema": "none", "dtypes": "private"}).runs[0].dtypes == "private"
