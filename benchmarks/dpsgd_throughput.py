@@ -68,39 +68,130 @@ def data(b: int):
     return x, labels, noise
 
 
-# ----------------------------------------------------------------------------- dpsynth
-def dpsynth_runner(kind: str, b: int):
-    from dpsynth.privacy import DPSGD, DPSGDConfig, PrivacyLedger, input_gradient
+# ----------------------------------------------------------------------------- models and losses
+def vae() -> nn.Module:
+    """DP-TLDM's VAE as the model builds it for an Adult-sized encoding: 6 numeric columns (tanh spans) and 9
+    categorical ones (softmax spans), 106 encoded dimensions, latent 16, two hidden layers of 256."""
+    from dpsynth.models.networks.vae import TabularVAE
 
-    model = mlp()
+    torch.manual_seed(0)
+    spans, start = [], 0
+    for width, kind in [(1, "tanh")] * 6 + [(w, "softmax") for w in (9, 16, 7, 15, 6, 5, 2, 41, 1)]:
+        spans.append((start, start + width, kind))
+        start += width
+    return TabularVAE(spans, latent_dim=16, hidden=(256, 256))
+
+
+def denoiser() -> nn.Module:
+    """DP-TLDM's denoiser: latent 16, two hidden layers of 128."""
+    from dpsynth.models.networks.diffusion import Denoiser
+
+    torch.manual_seed(0)
+    return Denoiser(16, hidden=(128, 128))
+
+
+BUILD = {"mlp": mlp, "wgan": mlp, "wgan-gp": mlp, "vae": vae, "denoiser": denoiser}
+
+
+def batch_for(kind: str, b: int) -> dict[str, torch.Tensor]:
     x, y, fake = data(b)
-    alpha = torch.rand(b, 1, generator=torch.Generator().manual_seed(2))
+    g = torch.Generator().manual_seed(3)
+    if kind == "vae":
+        model = vae()
+        rows = torch.zeros(b, model.data_dim)
+        for s, e, act in model.spans:
+            if act == "softmax":
+                rows[torch.arange(b), s + torch.randint(0, e - s, (b,), generator=g)] = 1.0
+            else:
+                rows[:, s:e] = torch.rand(b, e - s, generator=g) * 2 - 1
+        return {"x": rows, "noise": torch.randn(b, 16, generator=g)}
+    if kind == "denoiser":
+        return {"z0": torch.randn(b, 16, generator=g), "t": torch.rand(b, generator=g),
+                "ab": torch.rand(b, generator=g) * 0.98 + 0.01, "eps": torch.randn(b, 16, generator=g)}
+    return {"x": x, "y": y, "fake": fake, "alpha": torch.rand(b, 1, generator=torch.Generator().manual_seed(2))}
+
+
+def logistic(model_fn, xi, yi):
+    return nn.functional.binary_cross_entropy_with_logits(model_fn(xi).squeeze(-1), yi)
+
+
+def critic_gp(model_fn, real, fk, a):
+    from dpsynth.privacy import input_gradient
+
+    mixed = a * real + (1 - a) * fk
+    slope = input_gradient(model_fn, mixed)
+    return -model_fn(real).sum() + 10.0 * ((slope.pow(2).sum() + 1e-12).sqrt() - 1.0) ** 2
+
+
+def critic_real(model_fn, real):
+    return -model_fn(real).sum()
+
+
+def vae_loss(model_fn, x, noise):
+    return model_fn(x, noise)
+
+
+def diffusion_loss(model_fn, z0, t, ab, eps):
+    a = ab.unsqueeze(-1)
+    return ((model_fn(a.sqrt() * z0 + (1 - a).sqrt() * eps, t) - eps) ** 2).sum(-1)
+
+
+def per_example(kind: str, d: dict[str, torch.Tensor]):
+    """(per-example loss, batch tensors) of one model as dpsynth's models write them."""
+    return {"mlp": (logistic, (d["x"], d["y"]) if "y" in d else ()),
+            "wgan": (critic_real, (d.get("x"),)),
+            "wgan-gp": (critic_gp, (d.get("x"), d.get("fake"), d.get("alpha"))),
+            "vae": (vae_loss, (d.get("x"), d.get("noise"))),
+            "denoiser": (diffusion_loss, (d.get("z0"), d.get("t"), d.get("ab"), d.get("eps")))}[kind]
+
+
+def batch_loss(kind: str, model: nn.Module, d: dict[str, torch.Tensor]) -> torch.Tensor:
+    """(B,) per-example losses in one batched forward (the non-private step and Opacus)."""
+    if kind == "mlp":
+        return nn.functional.binary_cross_entropy_with_logits(model(d["x"]).squeeze(-1), d["y"], reduction="none")
+    if kind in ("wgan", "wgan-gp"):
+        return -model(d["x"]).squeeze(-1)
+    if kind == "vae":
+        return model(d["x"], d["noise"])
+    a = d["ab"].unsqueeze(-1)
+    return ((model(a.sqrt() * d["z0"] + (1 - a).sqrt() * d["eps"], d["t"]) - d["eps"]) ** 2).sum(-1)
+
+
+# ----------------------------------------------------------------------------- dpsynth
+def dpsynth_runner(kind: str, b: int, method: str):
+    from dpsynth.privacy import DPSGD, DPSGDConfig, PrivacyLedger
+
+    model = BUILD[kind]()
+    d = batch_for(kind, b)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     ledger = PrivacyLedger(target_epsilon=math.inf, target_delta=1e-5)
-    config = DPSGDConfig(noise_multiplier=1.0, max_grad_norm=1.0, sample_rate=1.0)
+    config = DPSGDConfig(noise_multiplier=1.0, max_grad_norm=1.0, sample_rate=1.0, per_example_method=method)
     engine = DPSGD(model, opt, config, ledger=ledger, phase="bench", max_steps=10**9,
                    generator=torch.Generator().manual_seed(0), n_rows=b)
     batches = engine.batches()
-
-    def logistic(model_fn, xi, yi):
-        return nn.functional.binary_cross_entropy_with_logits(model_fn(xi).squeeze(-1), yi)
-
-    def critic_gp(model_fn, real, fk, a):
-        mixed = a * real + (1 - a) * fk
-        slope = input_gradient(model_fn, mixed)
-        return -model_fn(real).sum() + 10.0 * ((slope.pow(2).sum() + 1e-12).sqrt() - 1.0) ** 2
-
-    def critic_real(model_fn, real):
-        return -model_fn(real).sum()
+    loss, tensors = per_example(kind, d)
+    public = (lambda: model(d["fake"]).mean()) if kind in ("wgan", "wgan-gp") else None
 
     def step():
         next(batches)
-        if kind == "mlp":
-            engine.step(logistic, (x, y))
-        elif kind == "wgan":
-            engine.step(critic_real, (x,), public_loss=lambda: model(fake).mean())
-        else:
-            engine.step(critic_gp, (x, fake, alpha), public_loss=lambda: model(fake).mean())
+        engine.step(loss, tensors, public_loss=public)
+
+    return step
+
+
+def nonprivate_runner(kind: str, b: int):
+    """The speed limit: an ordinary batched forward, backward and SGD step (no per-example work, no noise)."""
+    model = BUILD[kind]()
+    d = batch_for(kind, b)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = batch_loss(kind, model, d).mean()
+        if kind in ("wgan", "wgan-gp"):
+            loss = loss + model(d["fake"]).mean()
+        loss.backward()
+        opt.step()
 
     return step
 
@@ -110,25 +201,24 @@ def opacus_runner(kind: str, b: int):
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
 
-    model = GradSampleModule(mlp())
-    plain = mlp()  # hook-free twin, run on the wrapped model's parameters for the public fake term
+    model = GradSampleModule(BUILD[kind]())
+    plain = BUILD[kind]()  # hook-free twin, run on the wrapped model's parameters for the public fake term
     params = dict(model._module.named_parameters())
-    x, y, fake = data(b)
+    d = batch_for(kind, b)
     opt = DPOptimizer(torch.optim.SGD(model.parameters(), lr=0.01), noise_multiplier=1.0, max_grad_norm=1.0,
                       expected_batch_size=b, loss_reduction="mean")
 
     def step():
         opt.zero_grad(set_to_none=True)
-        if kind == "mlp":
-            loss = nn.functional.binary_cross_entropy_with_logits(model(x).squeeze(-1), y)
-            loss.backward()
+        if kind not in ("wgan", "wgan-gp"):
+            batch_loss(kind, model, d).mean().backward()
             opt.step()
             return
         # critic: the real term per example (Opacus cannot add the penalty to it: see the module docstring) ...
-        (-model(x).mean()).backward()
+        (-model(d["x"]).mean()).backward()
         opt.pre_step()  # clip + noise into p.grad
         # ... plus the public fake term, unclipped, after privatisation (as dpsynth's public_loss does)
-        fake_loss = torch.func.functional_call(plain, params, (fake,)).mean()
+        fake_loss = torch.func.functional_call(plain, params, (d["fake"],)).mean()
         for p, g in zip(params.values(), torch.autograd.grad(fake_loss, list(params.values()))):
             p.grad = p.grad + g
         opt.original_optimizer.step()
@@ -136,7 +226,44 @@ def opacus_runner(kind: str, b: int):
     return step
 
 
-RUNNERS = {"dpsynth": dpsynth_runner, "opacus": opacus_runner}
+class _PerRow(nn.Module):
+    """A criterion for Opacus' ghost mode whose 'output' already is the per-row loss (Opacus sets its
+    ``reduction``)."""
+
+    def forward(self, output, target):
+        return output
+
+
+def opacus_ghost_runner(kind: str, b: int):
+    """Opacus 1.6's fastest mode: ghost clipping (GradSampleModuleFastGradientClipping, two backward passes)."""
+    from opacus.grad_sample import GradSampleModuleFastGradientClipping
+    from opacus.optimizers import DPOptimizerFastGradientClipping
+    from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
+
+    if kind in ("wgan", "wgan-gp"):
+        raise NotImplementedError("a critic with a public term does not fit Opacus' ghost loss wrapper")
+    model = GradSampleModuleFastGradientClipping(BUILD[kind](), max_grad_norm=1.0, use_ghost_clipping=True)
+    d = batch_for(kind, b)
+    opt = DPOptimizerFastGradientClipping(torch.optim.SGD(model.parameters(), lr=0.01), noise_multiplier=1.0,
+                                          max_grad_norm=1.0, expected_batch_size=b, loss_reduction="mean")
+    criterion = DPLossFastGradientClipping(model, opt, _PerRow(), loss_reduction="mean")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = criterion(batch_loss(kind, model, d), None)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+RUNNERS = {
+    "nonprivate": nonprivate_runner,
+    "dpsynth-ghost": lambda kind, b: dpsynth_runner(kind, b, "ghost"),
+    "dpsynth-exact": lambda kind, b: dpsynth_runner(kind, b, "exact"),
+    "opacus-ghost": opacus_ghost_runner,
+    "opacus-hooks": opacus_runner,
+}
 
 
 def time_steps(step, b: int, n_steps: int) -> tuple[float, float]:
@@ -167,50 +294,57 @@ def peak_memory(lib: str, kind: str, b: int, threads: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batches", type=int, nargs="+", default=[64, 256, 1024])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--batches", type=int, nargs="+", default=[64, 256, 1024, 4096])
+    parser.add_argument("--models", nargs="+", default=["mlp", "wgan", "vae", "denoiser", "wgan-gp"],
+                        choices=sorted(BUILD))
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)  # the machine has 2 cores
-    parser.add_argument("--examples", type=int, default=4096, help="examples per timing (per library, repeat)")
+    parser.add_argument("--examples", type=int, default=8192, help="examples per timing (per library, repeat)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(args.threads)
     rows = []
-    for kind in ("mlp", "wgan", "wgan-gp"):
+    for kind in args.models:
         for b in args.batches:
             n_steps = max(3, args.examples // b)
-            steppers = {lib: make(kind, b) for lib, make in RUNNERS.items()}
-            wall: dict[str, list[float]] = {lib: [] for lib in RUNNERS}
-            cpu: dict[str, list[float]] = {lib: [] for lib in RUNNERS}
-            for _ in range(args.repeats):  # interleaved, so both libraries see the same machine load
+            steppers = {}
+            for lib, make in RUNNERS.items():
+                try:
+                    steppers[lib] = make(kind, b)
+                    steppers[lib]()  # a mode that cannot run this model fails here, not in the timing
+                except Exception as exc:  # noqa: BLE001 - reported as n/a with its reason
+                    print(f"# {lib} on {kind}: n/a ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})",
+                          flush=True)
+                    steppers.pop(lib, None)
+            wall: dict[str, list[float]] = {lib: [] for lib in steppers}
+            for _ in range(args.repeats):  # interleaved, so every mode sees the same machine load
                 for lib, step in steppers.items():
-                    w, c = time_steps(step, b, n_steps)
-                    wall[lib].append(w)
-                    cpu[lib].append(c)
-            med = {lib: statistics.median(v) for lib, v in wall.items()}
-            med_cpu = {lib: statistics.median(v) for lib, v in cpu.items()}
-            mem = {lib: peak_memory(lib, kind, b, args.threads) for lib in RUNNERS}
-            rows.append({"model": kind, "batch": b, **{f"{k}_ex_s": v for k, v in med.items()},
-                         **{f"{k}_ex_cpu_s": v for k, v in med_cpu.items()},
-                         **{f"{k}_peak_mb": v for k, v in mem.items()},
-                         "ratio": med["dpsynth"] / med["opacus"], "ratio_cpu": med_cpu["dpsynth"] / med_cpu["opacus"]})
+                    wall[lib].append(time_steps(step, b, n_steps)[0])
+            row = {"model": kind, "batch": b}
+            for lib in RUNNERS:
+                row[lib] = statistics.median(wall[lib]) if lib in wall else float("nan")
+            if not args.no_memory:
+                for lib in ("dpsynth-ghost", "dpsynth-exact", "opacus-ghost"):
+                    row[f"{lib} MB"] = peak_memory(lib, kind, b, args.threads) if lib in steppers else float("nan")
+            rows.append(row)
+            print(row, flush=True)
     if args.json:
         print(json.dumps(rows, indent=1))
         return
-    print(f"torch {torch.__version__}, opacus 1.6.0, threads={args.threads}, median of {args.repeats} interleaved "
-          "repeats; ex/s = examples per wall-clock second, ex/cpu-s = per CPU-second of the process (robust to "
-          "other jobs on the shared machine); MB = peak RSS above set-up")
-    print(f"{'model':8} {'batch':>5} | {'dpsynth ex/s':>12} {'opacus ex/s':>11} {'ratio':>5} | "
-          f"{'dpsynth ex/cpu-s':>16} {'opacus ex/cpu-s':>15} {'ratio':>5} | {'dpsynth MB':>10} {'opacus MB':>9}")
+    print(f"\ntorch {torch.__version__}, threads={args.threads}, median of {args.repeats} interleaved repeats; "
+          "examples per wall-clock second; MB = peak RSS above set-up")
+    head = ["model", "batch", *RUNNERS, "ghost/nonpriv", "ghost/opacus-ghost"]
+    if not args.no_memory:
+        head += ["dpsynth-ghost MB", "dpsynth-exact MB", "opacus-ghost MB"]
+    print(" | ".join(head))
     for r in rows:
-        note = "  *" if r["model"] == "wgan-gp" else ""
-        print(f"{r['model']:8} {r['batch']:>5} | {r['dpsynth_ex_s']:>12.0f} {r['opacus_ex_s']:>11.0f} "
-              f"{r['ratio']:>5.2f} | {r['dpsynth_ex_cpu_s']:>16.0f} {r['opacus_ex_cpu_s']:>15.0f} "
-              f"{r['ratio_cpu']:>5.2f} | {r['dpsynth_peak_mb']:>10.1f} {r['opacus_peak_mb']:>9.1f}{note}")
-    print("wgan: both libraries clip the critic's real term per example and add the public fake term unclipped "
-          "(the same step). * wgan-gp: dpsynth also clips the gradient penalty per example (double backward inside "
-          "vmap); Opacus cannot put the penalty in its per-sample gradients (its hooks fail with 'IndexError: pop "
-          "from empty list' on the penalty's double backward), so its row is the wgan step: not the same work.")
+        cells = [r["model"], str(r["batch"]), *(f"{r[lib]:.0f}" for lib in RUNNERS),
+                 f"{r['dpsynth-ghost'] / r['nonprivate']:.2f}", f"{r['dpsynth-ghost'] / r['opacus-ghost']:.2f}"]
+        if not args.no_memory:
+            cells += [f"{r[k]:.1f}" for k in ("dpsynth-ghost MB", "dpsynth-exact MB", "opacus-ghost MB")]
+        print(" | ".join(cells))
 
 
 if __name__ == "__main__":

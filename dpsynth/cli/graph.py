@@ -30,7 +30,7 @@ def _theta(text: str) -> int | str:
 
 
 def add_parsers(subparsers: argparse._SubParsersAction) -> None:
-    from dpsynth.graphs.degrees import DEFAULT_THETA, METHODS
+    from dpsynth.graphs.methods import DEFAULT_THETA, METHODS
 
     p = subparsers.add_parser("fit-graph", help="release a graph's degree distribution with DP (+ a synthetic graph)")
     p.add_argument("graph", help="bundled graph dataset (karate, les_miserables) or edge-list CSV/Parquet")

@@ -12,7 +12,22 @@ command line. Metrics live in :mod:`dpsynth.evaluation.graph`.
 
 from __future__ import annotations
 
-from dpsynth.graphs.degrees import METHODS, DegreeRelease, release_degrees
-from dpsynth.graphs.edges import read_edge_list, write_edge_list
+import importlib
+from typing import Any
+
+from dpsynth.graphs.methods import METHODS
+
+# Names are imported on first use (PEP 562): `dpsynth --help` reads the method names, not NumPy.
+_WHERE = {"DegreeRelease": "degrees", "release_degrees": "degrees", "read_edge_list": "edges",
+          "write_edge_list": "edges"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"dpsynth.graphs.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dpsynth.graphs' has no attribute {name!r}")
+
 
 __all__ = ["METHODS", "DegreeRelease", "release_degrees", "read_edge_list", "write_edge_list"]

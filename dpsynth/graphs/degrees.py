@@ -60,17 +60,11 @@ import numpy as np
 from dp_accounting import dp_event
 
 from dpsynth.errors import InputError
+from dpsynth.graphs.methods import DEFAULT_THETA, METHODS
 from dpsynth.privacy.ledger import PrivacyLedger
 
 __all__ = ["METHODS", "DegreeRelease", "release_degrees", "project_max_degree", "degree_array", "node_order"]
 
-METHODS = {  # name -> neighbouring relation
-    "edge-dp-sequence": "edge",
-    "node-dp-projection": "node",
-    "node-dp-cumulative": "node",
-    "node-dp-poster-gan": "node replacement",
-}
-DEFAULT_THETA = 10
 THETA_CANDIDATES = (1, 2, 4, 8, 16, 32)  # public candidates of theta="auto"
 THETA_SHARE = 0.2  # share of epsilon spent choosing theta
 BIAS_PER_LOST_EDGE = 1.5  # histogram L1 moved by one edge lost to the projection (measured on the bundled graphs)

@@ -20,6 +20,7 @@ _LAZY = {
     "ledger": ("PrivacyLedger", "StepAllowance"),
     "pate": ("noisy_argmax", "pate_event", "teacher_partition", "teacher_votes"),
     "per_example": ("input_gradient", "per_example_grads"),
+    "ghost": ("GhostClipper", "GhostUnsupported", "ghost_clipped_sum"),
     "sampling": ("PoissonSampler", "ShuffleSampler"),
     "sanitizer": ("GradientSanitizer", "SanitizerConfig"),
     "budget": ("PrivacyBudget",),
@@ -40,6 +41,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "GhostClipper",
+    "GhostUnsupported",
+    "ghost_clipped_sum",
     "AuditResult",
     "CanaryAudit",
     "DPSGD",

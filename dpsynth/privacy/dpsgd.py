@@ -12,6 +12,9 @@ Clipping modes and sensitivities (``config.clipping``):
   (expected realised size ``microbatch_size`` = m); each group's mean gradient is clipped to C. A record touches only
   its own group's aggregate, which moves by at most 2C. Noise std = 2 * C * sigma. (Forming microbatches by
   position in the realised batch would let one record shift every later microbatch; hence the fixed assignment.)
+Per-example clipping is computed exactly either way ``config.per_example_method`` says: ``torch.func`` per-example
+gradients, or ghost norms with book-keeping for linear layers (:mod:`dpsynth.privacy.ghost`; several times faster,
+the same clipped sum to float tolerance); ``"auto"`` picks ghost where it applies.
 In every mode the recorded event is ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))``: noise std / sensitivity
 is sigma. The noisy sum is divided by a constant (q * n, or G), never the realised batch size. Pass
 ``public_n_rows`` (a public or DP row count, e.g. from the model's DP metadata) so that this constant, and the ledger
@@ -40,13 +43,15 @@ from torch import nn
 from torch.func import grad, vmap
 
 from dpsynth.errors import InputError, PrivacyError
+from dpsynth.privacy.ghost import GhostClipper, GhostUnsupported, ghost_applicable
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.per_example import clip_and_sum, clip_factors, clipped_sum, functional_loss, per_example_grads
 from dpsynth.privacy.sampling import PoissonSampler
 
-__all__ = ["DPSGDConfig", "DPSGD", "validate_module", "CLIPPING_MODES"]
+__all__ = ["DPSGDConfig", "DPSGD", "validate_module", "CLIPPING_MODES", "PER_EXAMPLE_METHODS"]
 
 CLIPPING_MODES = ("per_example", "batch", "microbatch")
+PER_EXAMPLE_METHODS = ("auto", "exact", "ghost")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +63,11 @@ class DPSGDConfig:
     sample_rate: float
     clipping: str = "per_example"
     microbatch_size: int = 1
+    #: how per-example clipping is computed (performance only: both are exact, the guarantee is the same):
+    #: "exact" (torch.func per-example gradients), "ghost" (ghost norms and book-keeping for nn.Linear,
+    #: :mod:`dpsynth.privacy.ghost`), "auto" (ghost where linear layers hold most parameters and the loss has no
+    #: gradient penalty, else exact)
+    per_example_method: str = "auto"
 
     def __post_init__(self) -> None:
         sigma, c, q = self.noise_multiplier, self.max_grad_norm, self.sample_rate
@@ -69,6 +79,9 @@ class DPSGDConfig:
             raise InputError(f"sample_rate must be in (0, 1]. Found {q!r}.")
         if self.clipping not in CLIPPING_MODES:
             raise InputError(f"clipping must be one of {CLIPPING_MODES}. Found {self.clipping!r}.")
+        if self.per_example_method not in PER_EXAMPLE_METHODS:
+            raise InputError(f"per_example_method must be one of {PER_EXAMPLE_METHODS}. "
+                             f"Found {self.per_example_method!r}.")
         m = self.microbatch_size
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise InputError(f"microbatch_size must be an integer >= 1. Found {m!r}.")
@@ -165,6 +178,11 @@ class DPSGD:
         )
         self._pending: torch.Tensor | None = None
         self._steps = 0
+        method = config.per_example_method
+        #: the per-example method in use; "auto" starts on ghost clipping where it pays and falls back to the
+        #: exact path for good at the first loss it does not cover (a gradient penalty)
+        self.per_example_method = ("ghost" if ghost_applicable(module) else "exact") if method == "auto" else method
+        self._ghost: GhostClipper | None = None
 
     @staticmethod
     def _check_optimizer(module: nn.Module, optimizer: torch.optim.Optimizer) -> None:
@@ -270,7 +288,19 @@ class DPSGD:
         if not len(idx):
             return self._zeros(), self.expected_batch_size
         c = self.config.max_grad_norm
-        total, norms, losses = clipped_sum(self.module, per_example_loss, batch, c, block=self.chunk_size)
+        total = None
+        if self.per_example_method == "ghost":
+            try:
+                if self._ghost is None:
+                    self._ghost = GhostClipper(self.module)  # set up once: layers, names, probe shapes
+                total, norms, losses = self._ghost(per_example_loss, batch, c)
+            except GhostUnsupported as exc:
+                if self.config.per_example_method == "ghost":
+                    raise InputError(f"per_example_method='ghost' cannot clip this model: {exc}; use 'exact' or "
+                                     f"'auto'.") from None
+                self.per_example_method = "exact"
+        if total is None:
+            total, norms, losses = clipped_sum(self.module, per_example_loss, batch, c, block=self.chunk_size)
         stats.update(loss=float(losses.mean()), grad_norm=float(norms.mean()),
                      clipped_fraction=float((norms > c).float().mean()))
         return total, self.expected_batch_size

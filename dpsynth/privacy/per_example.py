@@ -25,6 +25,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from dpsynth.privacy.ghost import refuse_inside_ghost
+
 __all__ = [
     "per_example_grads",
     "per_example_norms",
@@ -40,6 +42,7 @@ PerExampleLoss = Callable[..., torch.Tensor]
 
 def input_gradient(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
     """d(sum fn(x))/dx, composable with vmap/grad (use it for gradient penalties inside a per-example loss)."""
+    refuse_inside_ghost("an input gradient (gradient penalty)")  # the ghost identities do not cover it
     return grad(lambda z: fn(z).sum())(x)
 
 
@@ -83,7 +86,8 @@ def per_example_grads(
 def per_example_norms(grads: dict[str, torch.Tensor]) -> torch.Tensor:
     """(B,) L2 norms of each example's gradient over all parameters jointly."""
     # one fused norm per parameter (no squared temporary of the size of the per-example gradients)
-    per_param = [torch.linalg.vector_norm(g.flatten(start_dim=1), dim=1) for g in grads.values()]
+    # (a 0-d parameter's per-example gradients are (B,): reshape, not flatten(start_dim=1))
+    per_param = [torch.linalg.vector_norm(g.reshape(g.shape[0], -1), dim=1) for g in grads.values()]
     return torch.linalg.vector_norm(torch.stack(per_param, dim=1), dim=1)
 
 

@@ -1,0 +1,245 @@
+"""Per-example clipping without per-example gradients of linear layers: ghost norms and book-keeping (issue 23).
+
+For a linear layer ``z = W a + b`` that one example calls at positions ``p = 1..P`` (a sequence, or several calls in
+its loss, e.g. a critic on a real and a fake row), the example's gradient is ``dW = sum_p g_p a_p^T`` and
+``db = sum_p g_p``, with ``g_p = dL/dz_p``. So, without forming ``dW`` (Goodfellow 2015; Li et al. 2022 "ghost
+clipping"; Bu et al. 2023 "book-keeping"):
+
+* ``||dW||_F^2 = sum_{p,q} (a_p . a_q)(g_p . g_q)``: for ``P = 1`` the product ``|a|^2 |g|^2``; for small ``P``
+  the two P x P Gram matrices; when ``P^2 (in + out) > in * out`` forming ``dW`` is cheaper and is done (mixed
+  ghost clipping);
+* the clipped sum ``sum_i c_i dW_i = (c * G)^T A`` is one matrix product over the batch's stored ``A`` and ``G``
+  (book-keeping: no second backward pass).
+
+``a_p`` and ``g_p`` come from one pass: the example's loss is vmapped over the batch (so a loss written for one
+example runs as one batched forward), a forward hook on each ``nn.Linear`` adds a zero *probe* (one per example and
+call) to its output and records its input, and one ordinary backward pass of the summed losses gives each probe's
+gradient, which is ``g`` of its own example (example i's loss reads only probe i). Every other trainable parameter
+(LayerNorm, convolutions, embeddings, a bare ``nn.Parameter``) gets its exact per-example gradient in the same
+backward pass, through a per-example copy of it, and its squared norm joins the linear layers' ghost norms, so each
+example's **whole** gradient is clipped to ``C`` jointly, exactly as :func:`~dpsynth.privacy.per_example.clipped_sum`
+does; an example whose norm is not finite contributes zero. The result equals the exact path to float tolerance
+(tests/privacy/test_ghost.py, on random models).
+
+Not supported, and reported by :class:`GhostUnsupported` so that the engine uses the exact path: a loss that
+differentiates through the model (a gradient penalty, :func:`~dpsynth.privacy.per_example.input_gradient`: the
+weights then enter the loss through a backward pass too, and the identities above no longer hold), a linear layer
+whose parameters are shared with another module, and a module with no trainable linear layer.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from torch.func import functional_call, vmap
+
+__all__ = ["GhostClipper", "GhostUnsupported", "ghost_clipped_sum", "ghost_applicable", "refuse_inside_ghost"]
+
+_ACTIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("dpsynth_ghost_pass", default=False)
+
+
+class GhostUnsupported(Exception):
+    """The loss or the module needs the exact per-example path (module docstring)."""
+
+
+def refuse_inside_ghost(what: str) -> None:
+    """Called by operations the ghost identities do not cover (an input gradient inside the loss)."""
+    if _ACTIVE.get():
+        raise GhostUnsupported(f"{what} inside the per-example loss: ghost clipping does not apply")
+
+
+def _ghost_linears(module: nn.Module) -> dict[str, nn.Linear]:
+    """The ``nn.Linear`` submodules whose parameters are all trainable and used by no other module."""
+    owners: dict[int, int] = {}
+    for _, m in module.named_modules(remove_duplicate=False):
+        for p in m.parameters(recurse=False):
+            owners[id(p)] = owners.get(id(p), 0) + 1
+    out = {}
+    for name, m in module.named_modules():
+        if type(m) is not nn.Linear:
+            continue
+        params = [p for p in (m.weight, m.bias) if p is not None]
+        if all(p.requires_grad for p in params) and all(owners[id(p)] == 1 for p in params):
+            out[name] = m
+    return out
+
+
+def ghost_applicable(module: nn.Module) -> bool:
+    """At least half of the trainable parameters sit in ghost-able linear layers (where ghost clipping pays)."""
+    linear = sum(p.numel() for m in _ghost_linears(module).values() for p in m.parameters())
+    total = sum(p.numel() for p in module.parameters() if p.requires_grad)
+    return total > 0 and 2 * linear >= total
+
+
+def _prefixed(name: str, leaf: str) -> str:
+    return f"{name}.{leaf}" if name else leaf
+
+
+class GhostClipper:
+    """Ghost clipping for one module, set up once (its linear layers, parameter names and the probe shapes of each
+    batch shape are cached across steps). ``clipper(per_example_loss, batch, max_norm)`` is
+    :func:`ghost_clipped_sum`."""
+
+    def __init__(self, module: nn.Module):
+        self.module = module
+        self.linears = _ghost_linears(module)
+        if not self.linears:
+            raise GhostUnsupported("no trainable nn.Linear layer")
+        self.ghost_names = {_prefixed(n, leaf) for n, m in self.linears.items() for leaf in ("weight", "bias")
+                            if getattr(m, leaf) is not None}
+        self.trainable_names = [n for n, p in module.named_parameters() if p.requires_grad]
+        self._shapes: dict[tuple, dict[str, list[torch.Size]]] = {}
+
+    def _run(self, probes, other, example, record, per_example_loss):
+        """The example's loss with probes added to every linear output; ``record`` collects (name, input)."""
+        calls = dict.fromkeys(self.linears, 0)
+
+        def hook_for(name):
+            def hook(_module, inputs, output):
+                k = calls[name]
+                calls[name] += 1
+                record.append((name, inputs[0]))
+                return output if probes is None else output + probes[name][k]
+            return hook
+
+        handles = [m.register_forward_hook(hook_for(n)) for n, m in self.linears.items()]
+        token = _ACTIVE.set(True)
+        try:
+            if other:  # parameters outside the linear layers are differentiated: pass them functionally
+                fixed = {n: p.detach() for n, p in self.module.named_parameters() if n not in other}
+                buffers = {n: b.detach() for n, b in self.module.named_buffers()}
+
+                def model_fn(*inputs):
+                    return functional_call(self.module, ({**fixed, **other}, buffers), inputs)
+            else:  # only probes are differentiated: the module runs as it is (no weight gradient is formed)
+                model_fn = self.module
+            value = per_example_loss(model_fn, *example)
+        finally:
+            _ACTIVE.reset(token)
+            for h in handles:
+                h.remove()
+        return value.sum() if value.dim() else value
+
+    def _probe_shapes(self, per_example_loss, batch) -> dict[str, list[torch.Size]]:
+        """The output shape of every call of every linear layer, from one example (shapes do not depend on the
+        values), cached by the batch's per-example shapes and the loss."""
+        key = (per_example_loss, tuple((tuple(t.shape[1:]), t.dtype) for t in batch))
+        if key not in self._shapes:
+            record: list = []
+            with torch.no_grad():
+                self._run(None, {}, tuple(t[:1][0] for t in batch), record, per_example_loss)
+            shapes: dict[str, list[torch.Size]] = {n: [] for n in self.linears}
+            for name, a in record:
+                shapes[name].append(torch.Size((*a.shape[:-1], self.linears[name].out_features)))
+            self._shapes[key] = shapes
+        return self._shapes[key]
+
+    def __call__(self, per_example_loss, batch, max_norm):
+        linears = self.linears
+        n = int(batch[0].shape[0])
+        shapes = self._probe_shapes(per_example_loss, batch)
+        params = dict(self.module.named_parameters())
+        # one probe per example and call, and per-example copies of the other trainable parameters: leaves of an
+        # ordinary backward pass through the vmapped forward, whose gradients are then per-example by construction
+        # (example i's loss reads only its own probe and its own copy)
+        probes = {name: [torch.zeros((n, *s), dtype=linears[name].weight.dtype, requires_grad=True)
+                         for s in shapes[name]] for name in linears}
+        others = {name: params[name].detach().expand(n, *params[name].shape).clone().requires_grad_(True)
+                  for name in self.trainable_names if name not in self.ghost_names}
+
+        def per_example(probes, other, *example):
+            record: list = []
+            value = self._run(probes, other, example, record, per_example_loss)
+            return value, {name: [a for m, a in record if m == name] for name in linears}
+
+        in_dims = (0, 0) + (0,) * len(batch)
+        losses, inputs = vmap(per_example, in_dims=in_dims, randomness="different")(probes, others, *batch)
+        leaves = [p for name in linears for p in probes[name]] + list(others.values())
+        grads = torch.autograd.grad(losses.sum(), leaves, allow_unused=True) if leaves else []
+        grads = [torch.zeros_like(leaf) if g is None else g for leaf, g in zip(leaves, grads)]
+        g_probes, k = {}, 0
+        for name in linears:
+            g_probes[name] = grads[k:k + len(probes[name])]
+            k += len(probes[name])
+        g_other = dict(zip(others, grads[k:]))
+        inputs = {name: [a.detach() for a in values] for name, values in inputs.items()}
+        return _clip_and_keep(linears, self.trainable_names, shapes, inputs, g_probes, g_other, losses.detach(),
+                              max_norm, n)
+
+
+def ghost_clipped_sum(
+    module: nn.Module,
+    per_example_loss: Callable[..., torch.Tensor],
+    batch: tuple[torch.Tensor, ...],
+    max_norm: float,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """Sum over examples of per-example gradients clipped jointly to ``max_norm``; also the (B,) norms and losses.
+
+    The same contract as :func:`~dpsynth.privacy.per_example.clipped_sum`; raises :class:`GhostUnsupported` when
+    the module or the loss needs the exact path. (A training loop keeps one :class:`GhostClipper` instead.)"""
+    return GhostClipper(module)(per_example_loss, batch, max_norm)
+
+
+def _clip_and_keep(linears, trainable_names, shapes, inputs, g_probes, g_other, losses, max_norm, n):
+    """Norms from the ghost identities and the other parameters' per-example gradients; clip factors; the clipped
+    sums by book-keeping."""
+    squared = torch.zeros(n)
+    stacked = {}
+    for name, m in linears.items():
+        if not shapes[name]:  # not called by this loss: zero gradient
+            continue
+        a = _positions([x.reshape(n, -1, m.in_features) for x in inputs[name]])  # (B, P, in)
+        g = _positions([y.reshape(n, -1, m.out_features) for y in g_probes[name]])  # (B, P, out)
+        stacked[name] = (a, g)
+        squared = squared + _weight_norm2(a, g)
+        if m.bias is not None:
+            squared = squared + g.sum(dim=1).pow(2).sum(dim=1)
+    for g in g_other.values():
+        squared = squared + g.reshape(n, -1).pow(2).sum(dim=1)
+    norms = squared.sqrt()
+    factors = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+    finite = torch.isfinite(norms)
+    if not bool(finite.all()):  # a non-finite example contributes zero (0 * inf would be NaN)
+        factors = torch.where(finite, factors, torch.zeros_like(factors))
+        stacked = {k: (_zero_rows(a, ~finite), _zero_rows(g, ~finite)) for k, (a, g) in stacked.items()}
+        g_other = {k: _zero_rows(g, ~finite) for k, g in g_other.items()}
+
+    total: dict[str, torch.Tensor] = {}
+    for name, m in linears.items():
+        weight, bias = _prefixed(name, "weight"), _prefixed(name, "bias")
+        if name not in stacked:
+            total[weight] = torch.zeros_like(m.weight)
+            if m.bias is not None:
+                total[bias] = torch.zeros_like(m.bias)
+            continue
+        a, g = stacked[name]
+        scaled = (g * factors[:, None, None]).reshape(-1, m.out_features)  # (B P, out)
+        total[weight] = scaled.T @ a.reshape(-1, m.in_features)  # book-keeping: (c * G)^T A, one matrix product
+        if m.bias is not None:
+            total[bias] = scaled.sum(dim=0)
+    for name, g in g_other.items():
+        total[name] = torch.tensordot(factors, g, dims=1)
+    return {name: total[name] for name in trainable_names}, norms, losses  # the module's parameter order
+
+
+def _positions(parts: list[torch.Tensor]) -> torch.Tensor:
+    """The calls of one layer side by side on the position axis (no copy for a single call)."""
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+
+
+def _weight_norm2(a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """(B,) squared Frobenius norms of ``sum_p g_p a_p^T`` for ``a`` (B, P, in) and ``g`` (B, P, out)."""
+    p, d_in, d_out = a.shape[1], a.shape[2], g.shape[2]
+    if p == 1:
+        return torch.linalg.vector_norm(a, dim=(1, 2)).square() * torch.linalg.vector_norm(g, dim=(1, 2)).square()
+    if p * p * (d_in + d_out) <= d_in * d_out:  # two P x P Gram matrices
+        return (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum(dim=(1, 2))
+    return torch.bmm(g.transpose(1, 2), a).pow(2).sum(dim=(1, 2))  # the per-example gradient itself
+
+
+def _zero_rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    mask = rows.reshape(-1, *([1] * (x.dim() - 1)))
+    return torch.where(mask, torch.zeros((), dtype=x.dtype), x)

@@ -1,0 +1,152 @@
+"""Ghost clipping with book-keeping (issue 23) against the exact per-example path: the same per-example norms and
+the same clipped sum, to float tolerance, on random models (several calls per example, sequences, the Gram and the
+materialised branches, non-linear parameters, frozen and shared layers, non-finite examples); what it does not cover
+falls back or is refused; DP-SGD takes the same step either way."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from dpsynth.errors import InputError
+from dpsynth.privacy.dpsgd import DPSGD, DPSGDConfig
+from dpsynth.privacy.ghost import GhostUnsupported, ghost_applicable, ghost_clipped_sum
+from dpsynth.privacy.ledger import PrivacyLedger
+from dpsynth.privacy.per_example import clipped_sum, input_gradient
+
+
+def _bce(model_fn, x, y):
+    return nn.functional.binary_cross_entropy_with_logits(model_fn(x).reshape(()), y)
+
+
+def _critic(model_fn, real, fake):  # two calls of every layer per example, as a WGAN critic's loss
+    return model_fn(fake).mean() - model_fn(real).mean()
+
+
+def _assert_same(module, loss, batch, max_norm):
+    exact, exact_norms, exact_losses = clipped_sum(module, loss, batch, max_norm)
+    ghost, ghost_norms, ghost_losses = ghost_clipped_sum(module, loss, batch, max_norm)
+    assert list(ghost) == list(exact)
+    finite = torch.isfinite(exact_norms)
+    assert torch.equal(finite, torch.isfinite(ghost_norms))
+    torch.testing.assert_close(ghost_norms[finite], exact_norms[finite], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(ghost_losses, exact_losses, rtol=1e-5, atol=1e-6, equal_nan=True)
+    for name in exact:
+        torch.testing.assert_close(ghost[name], exact[name], rtol=1e-4, atol=1e-5)
+    return exact_norms
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ghost_equals_exact_on_random_mlps(seed):
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    widths = torch.randint(2, 40, (4,), generator=gen).tolist()
+    layers: list[nn.Module] = [nn.Linear(widths[0], widths[1], bias=bool(seed % 2)), nn.ReLU(),
+                               nn.LayerNorm(widths[1]), nn.Linear(widths[1], widths[2]), nn.Tanh(),
+                               nn.Linear(widths[2], 1)]
+    module = nn.Sequential(*layers)
+    if seed % 3 == 0:
+        module[3].requires_grad_(False)  # a frozen layer: neither clipped nor summed
+    n = int(torch.randint(5, 60, (1,), generator=gen))
+    x = torch.randn(n, widths[0], generator=gen) * 3
+    y = (torch.rand(n, generator=gen) > 0.5).float()
+    norms = _assert_same(module, _bce, (x, y), max_norm=float(torch.rand(1, generator=gen)) + 0.05)
+    assert (norms > 0).all()
+
+
+@pytest.mark.parametrize("width,positions", [(64, 3), (4, 12), (16, 1)])
+def test_ghost_equals_exact_for_sequences_and_repeated_calls(width, positions):
+    """Positions of a sequence and several calls per example: the Gram branch (P^2 (in + out) <= in out), the
+    materialised branch (P = 12 on a 4 x 4 layer) and P = 1."""
+    torch.manual_seed(width)
+    module = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Linear(width, 2))
+    real = torch.randn(20, positions, width)
+    fake = torch.randn(20, positions, width)
+    _assert_same(module, _critic, (real, fake), max_norm=0.3)
+
+
+def test_a_non_finite_example_contributes_zero_and_a_bare_parameter_is_exact():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 1))
+            self.scale = nn.Parameter(torch.tensor(1.5))
+
+        def forward(self, x):
+            return self.body(x) * self.scale
+
+    torch.manual_seed(1)
+    x = torch.randn(12, 5)
+    x[3, 0] = float("inf")
+    y = torch.ones(12)
+    norms = _assert_same(Scaled(), _bce, (x, y), max_norm=1.0)
+    assert not torch.isfinite(norms[3]) and torch.isfinite(norms[torch.arange(12) != 3]).all()
+
+
+def test_shared_weights_go_the_exact_way_inside_the_ghost_pass():
+    torch.manual_seed(2)
+    first, second = nn.Linear(6, 6), nn.Linear(6, 1)
+    module = nn.Sequential(first, nn.ReLU(), first, nn.ReLU(), second)  # `first` used twice in one module
+    _assert_same(module, _bce, (torch.randn(10, 6), torch.ones(10)), max_norm=0.5)
+
+
+def test_a_gradient_penalty_is_not_ghost_clipped():
+    module = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+
+    def penalty(model_fn, x):
+        return (input_gradient(model_fn, x).norm() - 1) ** 2
+
+    with pytest.raises(GhostUnsupported, match="input gradient"):
+        ghost_clipped_sum(module, penalty, (torch.randn(6, 4),), 1.0)
+    with pytest.raises(GhostUnsupported, match="no trainable nn.Linear"):
+        ghost_clipped_sum(nn.Sequential(nn.LayerNorm(4)), lambda f, x: f(x).sum(), (torch.randn(3, 4),), 1.0)
+
+
+def test_ghost_applies_where_linear_layers_hold_most_parameters():
+    assert ghost_applicable(nn.Sequential(nn.Linear(10, 10), nn.LayerNorm(10)))
+    assert not ghost_applicable(nn.Sequential(nn.Embedding(1000, 16), nn.Linear(16, 1)))
+
+
+def _dpsgd(module, method, seed=0):
+    ledger = PrivacyLedger(target_epsilon=10.0, target_delta=1e-5)
+    config = DPSGDConfig(noise_multiplier=1.0, max_grad_norm=0.5, sample_rate=0.2, per_example_method=method)
+    return DPSGD(module, torch.optim.SGD(module.parameters(), lr=0.1), config, ledger=ledger, phase="t",
+                 max_steps=3, generator=torch.Generator().manual_seed(seed), n_rows=100)
+
+
+def test_dpsgd_takes_the_same_noisy_step_with_ghost_and_exact_clipping():
+    torch.manual_seed(3)
+    base = nn.Sequential(nn.Linear(7, 16), nn.ReLU(), nn.Linear(16, 1))
+    x, y = torch.randn(100, 7), (torch.rand(100) > 0.5).float()
+    results = {}
+    for method in ("exact", "ghost"):
+        module = nn.Sequential(nn.Linear(7, 16), nn.ReLU(), nn.Linear(16, 1))
+        module.load_state_dict(base.state_dict())
+        engine = _dpsgd(module, method)
+        assert engine.per_example_method == method
+        for idx in engine.batches():
+            engine.step(_bce, (x[idx], y[idx]))
+        results[method] = [p.detach().clone() for p in module.parameters()]
+    for a, b in zip(results["exact"], results["ghost"]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_auto_falls_back_to_exact_for_a_gradient_penalty_and_forced_ghost_refuses():
+    module = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+
+    def penalty(model_fn, x):
+        return (input_gradient(model_fn, x).norm() - 1) ** 2
+
+    x = torch.randn(100, 4)
+    engine = _dpsgd(module, "auto")
+    assert engine.per_example_method == "ghost"
+    idx = next(iter(engine.batches()))
+    engine.step(penalty, (x[idx],))
+    assert engine.per_example_method == "exact"
+    forced = _dpsgd(nn.Sequential(nn.Linear(4, 1)), "ghost")
+    idx = next(iter(forced.batches()))
+    with pytest.raises(InputError, match="per_example_method='ghost' cannot clip this model"):
+        forced.step(penalty, (x[idx],))
+    with pytest.raises(InputError, match="per_example_method must be one of"):
+        DPSGDConfig(noise_multiplier=1.0, max_grad_norm=1.0, sample_rate=0.1, per_example_method="fast")
