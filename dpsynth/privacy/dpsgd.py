@@ -33,6 +33,8 @@ Guarantees (tests in tests/privacy/test_dpsgd.py):
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -48,7 +50,8 @@ from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.per_example import clip_and_sum, clip_factors, clipped_sum, functional_loss, per_example_grads
 from dpsynth.privacy.sampling import PoissonSampler
 
-__all__ = ["DPSGDConfig", "DPSGD", "validate_module", "CLIPPING_MODES", "PER_EXAMPLE_METHODS"]
+__all__ = ["DPSGDConfig", "DPSGD", "validate_module", "CLIPPING_MODES", "PER_EXAMPLE_METHODS",
+           "per_example_method"]
 
 CLIPPING_MODES = ("per_example", "batch", "microbatch")
 PER_EXAMPLE_METHODS = ("auto", "exact", "ghost")
@@ -98,6 +101,22 @@ class DPSGDConfig:
     def event(self) -> dp_event.DpEvent:
         """One step: Poisson(q) o Gaussian(noise std / sensitivity = sigma)."""
         return dp_event.PoissonSampledDpEvent(self.sample_rate, dp_event.GaussianDpEvent(float(self.noise_multiplier)))
+
+
+_METHOD_OVERRIDE: contextvars.ContextVar[str | None] = contextvars.ContextVar("dpsynth_per_example", default=None)
+
+
+@contextlib.contextmanager
+def per_example_method(method: str) -> Iterator[None]:
+    """Inside the block, every DP-SGD engine whose config says ``"auto"`` uses ``method`` ("exact" or "ghost"):
+    how a whole model fit is timed or checked with one strategy (``benchmarks/ghost_fits.py``). Performance only."""
+    if method not in PER_EXAMPLE_METHODS:
+        raise InputError(f"per_example_method must be one of {PER_EXAMPLE_METHODS}. Found {method!r}.")
+    token = _METHOD_OVERRIDE.set(method)
+    try:
+        yield
+    finally:
+        _METHOD_OVERRIDE.reset(token)
 
 
 _MIXING = (nn.modules.batchnorm._BatchNorm,)
@@ -179,10 +198,13 @@ class DPSGD:
         self._pending: torch.Tensor | None = None
         self._steps = 0
         method = config.per_example_method
+        if method == "auto" and _METHOD_OVERRIDE.get() is not None:
+            method = _METHOD_OVERRIDE.get()
         #: the per-example method in use; "auto" starts on ghost clipping where it pays and falls back to the
         #: exact path for good at the first loss it does not cover (a gradient penalty)
         self.per_example_method = ("ghost" if ghost_applicable(module) else "exact") if method == "auto" else method
         self._ghost: GhostClipper | None = None
+        self._forced_ghost = method == "ghost" and config.per_example_method == "ghost"
 
     @staticmethod
     def _check_optimizer(module: nn.Module, optimizer: torch.optim.Optimizer) -> None:
@@ -295,7 +317,7 @@ class DPSGD:
                     self._ghost = GhostClipper(self.module)  # set up once: layers, names, probe shapes
                 total, norms, losses = self._ghost(per_example_loss, batch, c)
             except GhostUnsupported as exc:
-                if self.config.per_example_method == "ghost":
+                if self._forced_ghost:
                     raise InputError(f"per_example_method='ghost' cannot clip this model: {exc}; use 'exact' or "
                                      f"'auto'.") from None
                 self.per_example_method = "exact"

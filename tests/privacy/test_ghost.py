@@ -150,3 +150,15 @@ def test_auto_falls_back_to_exact_for_a_gradient_penalty_and_forced_ghost_refuse
         forced.step(penalty, (x[idx],))
     with pytest.raises(InputError, match="per_example_method must be one of"):
         DPSGDConfig(noise_multiplier=1.0, max_grad_norm=1.0, sample_rate=0.1, per_example_method="fast")
+
+
+def test_a_block_can_force_the_method_of_every_auto_engine():
+    from dpsynth.privacy.dpsgd import per_example_method
+
+    with per_example_method("exact"):
+        assert _dpsgd(nn.Sequential(nn.Linear(3, 1)), "auto").per_example_method == "exact"
+        assert _dpsgd(nn.Sequential(nn.Linear(3, 1)), "ghost").per_example_method == "ghost"  # explicit wins
+    assert _dpsgd(nn.Sequential(nn.Linear(3, 1)), "auto").per_example_method == "ghost"
+    with pytest.raises(InputError, match="per_example_method must be one of"):
+        with per_example_method("fastest"):
+            pass
