@@ -137,7 +137,25 @@ class GhostClipper:
             self._shapes[key] = shapes
         return self._shapes[key]
 
-    def __call__(self, per_example_loss, batch, max_norm):
+    def __call__(self, per_example_loss, batch, max_norm, *, block: int | None = 1024):
+        """The clipped sum over ``batch`` in blocks of ``block`` rows (performance only: each example is clipped on
+        its own, so the blocks' sums add up to the same result; a block bounds the stored inputs and probes)."""
+        n = int(batch[0].shape[0])
+        if not block or n <= block:
+            return self._block(per_example_loss, batch, max_norm)
+        total, norms, losses = None, [], []
+        for start in range(0, n, block):
+            part, norm, loss = self._block(per_example_loss, tuple(t[start:start + block] for t in batch), max_norm)
+            if total is None:
+                total = part
+            else:
+                for name, value in part.items():
+                    total[name].add_(value)
+            norms.append(norm)
+            losses.append(loss)
+        return total, torch.cat(norms), torch.cat(losses)
+
+    def _block(self, per_example_loss, batch, max_norm):
         linears = self.linears
         n = int(batch[0].shape[0])
         shapes = self._probe_shapes(per_example_loss, batch)

@@ -162,3 +162,16 @@ def test_a_block_can_force_the_method_of_every_auto_engine():
     with pytest.raises(InputError, match="per_example_method must be one of"):
         with per_example_method("fastest"):
             pass
+
+
+def test_blocks_add_up_to_the_whole_batch():
+    torch.manual_seed(4)
+    module = nn.Sequential(nn.Linear(5, 9), nn.ReLU(), nn.LayerNorm(9), nn.Linear(9, 1))
+    from dpsynth.privacy.ghost import GhostClipper
+
+    x, y = torch.randn(23, 5), torch.ones(23)
+    whole, whole_norms, _ = GhostClipper(module)(_bce, (x, y), 0.4, block=None)
+    parts, part_norms, _ = GhostClipper(module)(_bce, (x, y), 0.4, block=5)
+    torch.testing.assert_close(part_norms, whole_norms)
+    for name in whole:
+        torch.testing.assert_close(parts[name], whole[name], rtol=1e-5, atol=1e-6)
