@@ -131,6 +131,18 @@ def _number(value, where: str, *, positive: bool = True, allow_inf: bool = False
     return value
 
 
+def _entry(entry, where: str, what: str, allowed: tuple[str, ...]) -> dict:
+    """One list entry of the spec as a mapping: a bare name, or a mapping with 'name' and only ``allowed`` keys."""
+    if isinstance(entry, str):
+        entry = {"name": entry}
+    if not isinstance(entry, dict) or "name" not in entry:
+        raise InputError(f"{where} must be a {what} name or a mapping with 'name'. Found {entry!r}.")
+    extra = set(entry) - set(allowed)
+    if extra:
+        raise InputError(f"{where} has unknown field(s) {', '.join(sorted(extra))}; allowed: {', '.join(allowed)}.")
+    return entry
+
+
 def _models(entries: list) -> list[tuple[str, str, dict]]:
     from dpsynth.models import available_models, get_model_class
 
@@ -138,14 +150,7 @@ def _models(entries: list) -> list[tuple[str, str, dict]]:
     out = []
     for i, entry in enumerate(entries):
         where = f"spec.models[{i}]"
-        if isinstance(entry, str):
-            entry = {"name": entry}
-        if not isinstance(entry, dict) or "name" not in entry:
-            raise InputError(f"{where} must be a model name or a mapping with 'name'. Found {entry!r}.")
-        extra = set(entry) - {"name", "params", "label"}
-        if extra:
-            raise InputError(f"{where} has unknown field(s) {', '.join(sorted(extra))}; allowed: name, params, "
-                             f"label.")
+        entry = _entry(entry, where, "model", ("name", "params", "label"))
         name = entry["name"]
         if name not in known:
             raise InputError(f"{where}.name: unknown model {name!r}. Known: {', '.join(sorted(known))}.")
@@ -172,14 +177,7 @@ def _datasets(entries: list, base: Path) -> list[tuple[str, str | None, str | No
     out = []
     for i, entry in enumerate(entries):
         where = f"spec.datasets[{i}]"
-        if isinstance(entry, str):
-            entry = {"name": entry}
-        if not isinstance(entry, dict) or "name" not in entry:
-            raise InputError(f"{where} must be a dataset name or a mapping with 'name'. Found {entry!r}.")
-        extra = set(entry) - {"name", "path", "target"}
-        if extra:
-            raise InputError(f"{where} has unknown field(s) {', '.join(sorted(extra))}; allowed: name, path, "
-                             f"target.")
+        entry = _entry(entry, where, "dataset", ("name", "path", "target"))
         name, path, target = str(entry["name"]), entry.get("path"), entry.get("target")
         if path is None:
             if name not in REGISTRY:

@@ -36,6 +36,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, vmap
 
+from dpsynth.privacy.blocks import sum_in_blocks
+
 __all__ = ["GhostClipper", "GhostUnsupported", "ghost_clipped_sum", "ghost_applicable", "refuse_inside_ghost"]
 
 _ACTIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("dpsynth_ghost_pass", default=False)
@@ -140,20 +142,7 @@ class GhostClipper:
     def __call__(self, per_example_loss, batch, max_norm, *, block: int | None = 1024):
         """The clipped sum over ``batch`` in blocks of ``block`` rows (performance only: each example is clipped on
         its own, so the blocks' sums add up to the same result; a block bounds the stored inputs and probes)."""
-        n = int(batch[0].shape[0])
-        if not block or n <= block:
-            return self._block(per_example_loss, batch, max_norm)
-        total, norms, losses = None, [], []
-        for start in range(0, n, block):
-            part, norm, loss = self._block(per_example_loss, tuple(t[start:start + block] for t in batch), max_norm)
-            if total is None:
-                total = part
-            else:
-                for name, value in part.items():
-                    total[name].add_(value)
-            norms.append(norm)
-            losses.append(loss)
-        return total, torch.cat(norms), torch.cat(losses)
+        return sum_in_blocks(lambda part: self._block(per_example_loss, part, max_norm), batch, block)
 
     def _block(self, per_example_loss, batch, max_norm):
         linears = self.linears

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from dpsynth.privacy.blocks import sum_in_blocks
 from dpsynth.privacy.ghost import refuse_inside_ghost
 
 __all__ = [
@@ -127,20 +128,9 @@ def clipped_sum(
     Examples are processed in blocks of ``block`` rows (performance only: each example is still clipped on its own,
     the result is the same sum) so that at most ``block`` per-example gradients are held in memory at once.
     """
-    n = int(batch[0].shape[0])
-    step = n if not block or block >= n else block
-    total: dict[str, torch.Tensor] | None = None
-    norms, losses = [], []
-    for start in range(0, n, step):
-        part = tuple(t[start : start + step] for t in batch)
+    def compute(part):
         grads, loss = per_example_grads(module, per_example_loss, part)
         summed, norm = clip_and_sum(grads, max_norm)
-        del grads
-        if total is None:
-            total = summed
-        else:
-            for k, v in summed.items():
-                total[k].add_(v)
-        norms.append(norm)
-        losses.append(loss)
-    return total, torch.cat(norms), torch.cat(losses)
+        return summed, norm, loss
+
+    return sum_in_blocks(compute, batch, block)
