@@ -156,6 +156,8 @@ def test_corrupt_model_file(tmp_path, capsys):
 
 
 @pytest.mark.anonymeter  # the demo runs the default attacks
+@pytest.mark.slow(reason="the full demo on Adult: about 90 s on 2 cores")
+@pytest.mark.ci
 def test_demo_writes_model_csv_ledger_evaluation_risk_and_report(tmp_path):
     """The README's first command, end to end (floor model and fewer sampled rows, to keep it quick)."""
     out = tmp_path / "demo"

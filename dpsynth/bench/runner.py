@@ -13,16 +13,23 @@ cores in ``benchmarks/bench_threads.py``), so each worker gets ``max(1, cores //
 (``num_cpus`` = its thread count) that starts the same worker process on whichever node Ray places it, so a
 cluster (``ray://host:10001``) runs the grid with the same limits; the driver still writes every result itself.
 Either way results come back as they finish and are committed at once (:mod:`dpsynth.bench.store`).
+
+**Interrupts.** Ctrl-C (or any error) in the driver kills the worker processes in flight, whose runs stay
+unrecorded and run again next time. A driver killed with ``kill -9`` cannot clean up: its workers notice that their
+parent is gone and exit within a second (:mod:`dpsynth.bench.worker`), and the next ``run_bench`` removes the
+scratch directories (``dpsynth-bench-<driver pid>-*`` in the temp directory) of drivers that no longer run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,9 +39,14 @@ from dpsynth.bench.spec import BenchSpec, Run
 from dpsynth.bench.store import ResultStore
 from dpsynth.errors import InputError
 
-__all__ = ["execute", "run_bench", "threads_per_worker"]
+__all__ = ["execute", "kill_live_workers", "remove_stale_scratch", "run_bench", "threads_per_worker"]
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+_SCRATCH = "dpsynth-bench-"
+
+# The worker processes this driver has running (each in its own session): killed on an interrupt.
+_LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
 
 
 def threads_per_worker(workers: int, cores: int | None = None) -> int:
@@ -48,8 +60,8 @@ def execute(run_dict: dict[str, Any], limits: dict[str, float], threads: int,
     """Run one run (as a dict: picklable for Ray) in a worker process under ``limits``; return its result dict
     (always: failures are results). ``command`` replaces the worker command (tests)."""
     time_s, memory = float(limits["time_s"]), int(float(limits["memory_gb"]) * 2 ** 30)
-    env = {**os.environ, **{name: str(threads) for name in _THREAD_VARS}}
-    with tempfile.TemporaryDirectory(prefix="dpsynth-bench-") as tmp:
+    env = {**os.environ, **{name: str(threads) for name in _THREAD_VARS}, "DPSYNTH_BENCH_PARENT": str(os.getpid())}
+    with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH}{os.getpid()}-") as tmp:
         source, out, err = Path(tmp, "run.json"), Path(tmp, "result.json"), Path(tmp, "stderr.txt")
         source.write_text(json.dumps(run_dict))
         cmd = command or [sys.executable, "-m", "dpsynth.bench.worker", str(source), str(out)]
@@ -63,12 +75,20 @@ def execute(run_dict: dict[str, Any], limits: dict[str, float], threads: int,
         with open(err, "wb") as stderr:
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
                                     preexec_fn=limit_memory, start_new_session=True)
+            with _LIVE_LOCK:
+                _LIVE.add(proc)
             try:
                 proc.wait(timeout=time_s)
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
                 return {"status": "timeout", "error": f"exceeded the time limit of {time_s:g} s",
                         "wall_s": time.perf_counter() - start}
+            except BaseException:  # interrupted (Ctrl-C, a cancelled Ray task): the run dies with the driver
+                _kill_group(proc)
+                raise
+            finally:
+                with _LIVE_LOCK:
+                    _LIVE.discard(proc)
         wall = time.perf_counter() - start
         if out.is_file():
             return {**json.loads(out.read_text()), "wall_s": wall}
@@ -89,6 +109,39 @@ def _kill_group(proc: subprocess.Popen) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+
+
+def kill_live_workers() -> int:
+    """Kill every worker process this driver has running; return how many (the interrupt path)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return len(live)
+
+
+def remove_stale_scratch(directory: str | Path | None = None) -> int:
+    """Remove the scratch directories of benchmark drivers that no longer run (``kill -9``); return how many."""
+    removed = 0
+    for path in Path(directory or tempfile.gettempdir()).glob(f"{_SCRATCH}*-*"):
+        pid = path.name[len(_SCRATCH):].split("-", 1)[0]
+        if path.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _pending(spec: BenchSpec, store: ResultStore, retry_failed: bool) -> tuple[list[Run], int]:
@@ -116,6 +169,7 @@ def run_bench(spec: BenchSpec, results: str | Path, *, workers: int = 1, executo
         threads = threads_per_worker(workers)
     elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise InputError(f"threads must be a positive integer. Found {threads!r}.")
+    remove_stale_scratch()
     with ResultStore(results) as store:
         pending, skipped = _pending(spec, store, retry_failed)
         counts = {"skipped": skipped}
@@ -147,9 +201,10 @@ def _local_results(pending: list[Run], limits, threads: int, workers: int, execu
         try:
             for future in as_completed(futures):
                 yield futures[future], future.result()
-        except BaseException:
+        except BaseException:  # Ctrl-C or a failed commit: no new runs, and the ones in flight are killed
             for future in futures:
                 future.cancel()
+            kill_live_workers()
             raise
 
 
@@ -165,6 +220,7 @@ def _ray_results(pending: list[Run], limits, threads: int, workers: int, executo
                      logging_level="ERROR")
         else:
             ray.init(address=executor, log_to_driver=False, logging_level="ERROR")
+    waiting: list = []
     try:
         remote = ray.remote(num_cpus=threads, max_retries=0)(execute)
         refs = {remote.remote(run.to_dict(), limits, threads): run for run in pending}
@@ -177,6 +233,10 @@ def _ray_results(pending: list[Run], limits, threads: int, workers: int, executo
                 except Exception as exc:  # noqa: BLE001 - a lost node or task: that run fails, the grid goes on
                     result = {"status": "failed", "error": f"ray: {type(exc).__name__}: {str(exc).splitlines()[0]}"}
                 yield refs[ref], result
+    except BaseException:  # Ctrl-C: cancelling a task interrupts its execute(), which kills its worker process
+        for ref in waiting:
+            ray.cancel(ref)
+        raise
     finally:
         if started_here:
             ray.shutdown()

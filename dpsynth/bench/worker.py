@@ -144,5 +144,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _exit_with_parent(poll_s: float = 0.5) -> None:
+    """Exit when the driver that started this worker dies (``kill -9`` leaves no one to stop us: the worker runs in
+    its own session, so the driver's process group signal does not reach it, and its result would go nowhere)."""
+    import os
+    import threading
+
+    # the runner names the parent it started us from: a driver killed before this line runs is caught too
+    parent = int(os.environ.get("DPSYNTH_BENCH_PARENT", os.getppid()))
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll_s)
+            if os.getppid() != parent:  # re-parented: the driver is gone
+                os._exit(3)
+
+    threading.Thread(target=watch, name="dpsynth-parent-watch", daemon=True).start()
+
+
 if __name__ == "__main__":
+    _exit_with_parent()
     sys.exit(main())

@@ -1,6 +1,7 @@
 """``dpsynth bench`` (issue 22): spec validation names the field, a grid runs and is stored, a re-run skips what is
 done, a failing / killed / hung / memory-starved run is recorded without stopping the grid, a driver killed with
-SIGKILL loses only the run in flight, and the Ray executor runs the same grid in local mode."""
+SIGKILL loses only the run in flight (whose worker exits), Ctrl-C kills the runs in flight, and the Ray executor
+runs the same grid in local mode."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -117,22 +120,63 @@ def test_failed_killed_hung_and_memory_starved_workers_become_results():
     assert crashed["status"] == "failed" and crashed["error"] == "bad things"
 
 
-def test_a_driver_killed_with_sigkill_resumes_without_losing_or_repeating_runs(tmp_path):
+def _workers_of(driver_pid: int) -> list[int]:
+    """The live worker processes a driver started (their command line names its scratch directory)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        scratch = f"dpsynth-bench-{driver_pid}-".encode()
+        if proc.name.isdigit() and b"dpsynth.bench.worker" in cmdline and scratch in cmdline:
+            pids.append(int(proc.name))
+    return pids
+
+
+def _wait_for(condition, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def _start_driver(tmp_path, grid: str, *, wait_for_done: bool) -> tuple[subprocess.Popen, Path, Path]:
     spec = tmp_path / "spec.yaml"
-    spec.write_text("name: k\nmodels: [marginals]\ndatasets: [wine]\nepsilons: [1]\nseeds: [0, 1, 2, 3]\n"
-                    "metrics: [unsupervised]\n")
+    spec.write_text(f"name: k\n{grid}\nepsilons: [1]\nmetrics: [unsupervised]\n")
     results = tmp_path / "r.duckdb"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     driver = subprocess.Popen([sys.executable, "-m", "dpsynth.cli", "bench", str(spec), "--results", str(results),
-                               "--quiet"], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
-    done = 0
-    for line in driver.stdout:
-        if line.startswith("done "):
-            done += 1
-            break
-    os.killpg(driver.pid, signal.SIGKILL)  # the driver and the worker in flight
+                               "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                              start_new_session=True)
+    if wait_for_done:
+        for line in driver.stdout:
+            if line.startswith("done "):
+                break
+    assert _wait_for(lambda: _workers_of(driver.pid), 30), "no run started"
+    return driver, spec, results
+
+
+# one run that takes minutes (AIM at its default settings on all of Adult): it is surely in flight when signalled
+_SLOW_GRID = "models: [aim]\ndatasets: [adult]\nseeds: [0]"
+
+
+def _scratch_of(pid: int) -> list[Path]:
+    return list(Path(tempfile.gettempdir()).glob(f"dpsynth-bench-{pid}-*"))
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds workers through /proc")
+
+
+@needs_proc
+def test_a_driver_killed_with_sigkill_resumes_without_losing_or_repeating_runs(tmp_path):
+    driver, spec, results = _start_driver(tmp_path, "models: [marginals]\ndatasets: [wine]\nseeds: [0, 1, 2, 3]",
+                                          wait_for_done=True)
+    os.killpg(driver.pid, signal.SIGKILL)  # the driver alone: its worker runs in its own session
     driver.wait()
-    assert done == 1
+    assert _scratch_of(driver.pid)  # the run in flight's scratch directory: nobody left to remove it
     with ResultStore(results, read_only=True) as store:
         recorded = len(store.runs())
     assert 1 <= recorded < 4
@@ -141,6 +185,25 @@ def test_a_driver_killed_with_sigkill_resumes_without_losing_or_repeating_runs(t
     with ResultStore(results, read_only=True) as store:
         runs = store.runs()
     assert len(runs) == 4 and runs["key"].is_unique and (runs["status"] == "ok").all()
+    assert not _scratch_of(driver.pid), "the next grid did not remove the killed driver's scratch directory"
+
+
+@needs_proc
+def test_a_worker_exits_when_its_driver_is_killed(tmp_path):
+    driver, _, _ = _start_driver(tmp_path, _SLOW_GRID, wait_for_done=False)
+    os.killpg(driver.pid, signal.SIGKILL)
+    driver.wait()
+    assert _wait_for(lambda: not _workers_of(driver.pid), 10), "a worker outlived its killed driver"
+
+
+@needs_proc
+def test_ctrl_c_kills_the_runs_in_flight_and_records_none_of_them(tmp_path):
+    driver, _, results = _start_driver(tmp_path, _SLOW_GRID, wait_for_done=False)
+    driver.send_signal(signal.SIGINT)
+    assert driver.wait(timeout=30) == 130 and "interrupted" in driver.stderr.read()
+    assert not _workers_of(driver.pid) and not _scratch_of(driver.pid)
+    with ResultStore(results, read_only=True) as store:
+        assert len(store.runs()) == 0  # the interrupted run is not recorded: it runs again next time
 
 
 def test_ray_executor_in_local_mode(tmp_path):
