@@ -1,4 +1,5 @@
-"""Per-example clipping without per-example gradients of linear layers: ghost norms and book-keeping (issue 23).
+"""Per-example clipping without per-example gradients of linear and embedding layers: ghost norms and book-keeping
+(issue 23).
 
 For a linear layer ``z = W a + b`` that one example calls at positions ``p = 1..P`` (a sequence, or several calls in
 its loss, e.g. a critic on a real and a fake row), the example's gradient is ``dW = sum_p g_p a_p^T`` and
@@ -11,11 +12,18 @@ clipping"; Bu et al. 2023 "book-keeping"):
 * the clipped sum ``sum_i c_i dW_i = (c * G)^T A`` is one matrix product over the batch's stored ``A`` and ``G``
   (book-keeping: no second backward pass).
 
+An embedding ``z_p = E[k_p]`` is the same layer with one-hot inputs: ``dE = sum_p e_{k_p} g_p^T``, so
+``||dE||_F^2 = sum_{p,q} [k_p = k_q] (g_p . g_q)`` and the clipped sum adds ``c_i g_p`` into row ``k_p``
+(``index_add``); positions at ``padding_idx`` get no gradient, as in PyTorch. Embeddings with ``max_norm`` (which
+renormalises rows inside the forward pass) or ``scale_grad_by_freq`` (a gradient that depends on the rest of the
+batch) or sparse gradients take the exact path below. LayerNorm's parameters are O(width): their exact per-example
+gradients cost no more than a ghost identity would, so they are not given one.
+
 ``a_p`` and ``g_p`` come from one pass: the example's loss is vmapped over the batch (so a loss written for one
 example runs as one batched forward), a forward hook on each ``nn.Linear`` adds a zero *probe* (one per example and
 call) to its output and records its input, and one ordinary backward pass of the summed losses gives each probe's
 gradient, which is ``g`` of its own example (example i's loss reads only probe i). Every other trainable parameter
-(LayerNorm, convolutions, embeddings, a bare ``nn.Parameter``) gets its exact per-example gradient in the same
+(LayerNorm, convolutions, a bare ``nn.Parameter``) gets its exact per-example gradient in the same
 backward pass, through a per-example copy of it, and its squared norm joins the linear layers' ghost norms, so each
 example's **whole** gradient is clipped to ``C`` jointly, exactly as :func:`~dpsynth.privacy.per_example.clipped_sum`
 does; an example whose norm is not finite contributes zero. The result equals the exact path to float tolerance
@@ -24,7 +32,8 @@ does; an example whose norm is not finite contributes zero. The result equals th
 Not supported, and reported by :class:`GhostUnsupported` so that the engine uses the exact path: a loss that
 differentiates through the model (a gradient penalty, :func:`~dpsynth.privacy.per_example.input_gradient`: the
 weights then enter the loss through a backward pass too, and the identities above no longer hold), a linear layer
-whose parameters are shared with another module, and a module with no trainable linear layer.
+whose parameters are shared with another module (it takes the exact path inside the ghost pass), and a module with
+no trainable linear or embedding layer.
 """
 
 from __future__ import annotations
@@ -53,25 +62,33 @@ def refuse_inside_ghost(what: str) -> None:
         raise GhostUnsupported(f"{what} inside the per-example loss: ghost clipping does not apply")
 
 
-def _ghost_linears(module: nn.Module) -> dict[str, nn.Linear]:
-    """The ``nn.Linear`` submodules whose parameters are all trainable and used by no other module."""
+def _ghostable(m: nn.Module) -> bool:
+    if type(m) is nn.Linear:
+        return True
+    return (type(m) is nn.Embedding and m.max_norm is None and not m.scale_grad_by_freq and not m.sparse)
+
+
+def _ghost_layers(module: nn.Module) -> dict[str, nn.Linear | nn.Embedding]:
+    """The ``nn.Linear`` and ``nn.Embedding`` submodules (module docstring) whose parameters are all trainable and
+    used by no other module."""
     owners: dict[int, int] = {}
     for _, m in module.named_modules(remove_duplicate=False):
         for p in m.parameters(recurse=False):
             owners[id(p)] = owners.get(id(p), 0) + 1
     out = {}
     for name, m in module.named_modules():
-        if type(m) is not nn.Linear:
+        if not _ghostable(m):
             continue
-        params = [p for p in (m.weight, m.bias) if p is not None]
+        params = [p for p in (m.weight, getattr(m, "bias", None)) if p is not None]
         if all(p.requires_grad for p in params) and all(owners[id(p)] == 1 for p in params):
             out[name] = m
     return out
 
 
 def ghost_applicable(module: nn.Module) -> bool:
-    """At least half of the trainable parameters sit in ghost-able linear layers (where ghost clipping pays)."""
-    linear = sum(p.numel() for m in _ghost_linears(module).values() for p in m.parameters())
+    """At least half of the trainable parameters sit in ghost-able linear / embedding layers (where ghost clipping
+    pays)."""
+    linear = sum(p.numel() for m in _ghost_layers(module).values() for p in m.parameters())
     total = sum(p.numel() for p in module.parameters() if p.requires_grad)
     return total > 0 and 2 * linear >= total
 
@@ -87,17 +104,17 @@ class GhostClipper:
 
     def __init__(self, module: nn.Module):
         self.module = module
-        self.linears = _ghost_linears(module)
-        if not self.linears:
-            raise GhostUnsupported("no trainable nn.Linear layer")
-        self.ghost_names = {_prefixed(n, leaf) for n, m in self.linears.items() for leaf in ("weight", "bias")
-                            if getattr(m, leaf) is not None}
+        self.layers = _ghost_layers(module)
+        if not self.layers:
+            raise GhostUnsupported("no trainable nn.Linear or nn.Embedding layer")
+        self.ghost_names = {_prefixed(n, leaf) for n, m in self.layers.items() for leaf in ("weight", "bias")
+                            if getattr(m, leaf, None) is not None}
         self.trainable_names = [n for n, p in module.named_parameters() if p.requires_grad]
         self._shapes: dict[tuple, dict[str, list[torch.Size]]] = {}
 
     def _run(self, probes, other, example, record, per_example_loss):
         """The example's loss with probes added to every linear output; ``record`` collects (name, input)."""
-        calls = dict.fromkeys(self.linears, 0)
+        calls = dict.fromkeys(self.layers, 0)
 
         def hook_for(name):
             def hook(_module, inputs, output):
@@ -107,10 +124,10 @@ class GhostClipper:
                 return output if probes is None else output + probes[name][k]
             return hook
 
-        handles = [m.register_forward_hook(hook_for(n)) for n, m in self.linears.items()]
+        handles = [m.register_forward_hook(hook_for(n)) for n, m in self.layers.items()]
         token = _ACTIVE.set(True)
         try:
-            if other:  # parameters outside the linear layers are differentiated: pass them functionally
+            if other:  # parameters outside the ghost layers are differentiated: pass them functionally
                 fixed = {n: p.detach() for n, p in self.module.named_parameters() if n not in other}
                 buffers = {n: b.detach() for n, b in self.module.named_buffers()}
 
@@ -133,9 +150,13 @@ class GhostClipper:
             record: list = []
             with torch.no_grad():
                 self._run(None, {}, tuple(t[:1][0] for t in batch), record, per_example_loss)
-            shapes: dict[str, list[torch.Size]] = {n: [] for n in self.linears}
+            shapes: dict[str, list[torch.Size]] = {n: [] for n in self.layers}
             for name, a in record:
-                shapes[name].append(torch.Size((*a.shape[:-1], self.linears[name].out_features)))
+                layer = self.layers[name]
+                if isinstance(layer, nn.Embedding):  # a (...) tensor of indices -> (..., dim)
+                    shapes[name].append(torch.Size((*a.shape, layer.embedding_dim)))
+                else:
+                    shapes[name].append(torch.Size((*a.shape[:-1], layer.out_features)))
             self._shapes[key] = shapes
         return self._shapes[key]
 
@@ -145,35 +166,35 @@ class GhostClipper:
         return sum_in_blocks(lambda part: self._block(per_example_loss, part, max_norm), batch, block)
 
     def _block(self, per_example_loss, batch, max_norm):
-        linears = self.linears
+        layers = self.layers
         n = int(batch[0].shape[0])
         shapes = self._probe_shapes(per_example_loss, batch)
         params = dict(self.module.named_parameters())
         # one probe per example and call, and per-example copies of the other trainable parameters: leaves of an
         # ordinary backward pass through the vmapped forward, whose gradients are then per-example by construction
         # (example i's loss reads only its own probe and its own copy)
-        probes = {name: [torch.zeros((n, *s), dtype=linears[name].weight.dtype, requires_grad=True)
-                         for s in shapes[name]] for name in linears}
+        probes = {name: [torch.zeros((n, *s), dtype=layers[name].weight.dtype, requires_grad=True)
+                         for s in shapes[name]] for name in layers}
         others = {name: params[name].detach().expand(n, *params[name].shape).clone().requires_grad_(True)
                   for name in self.trainable_names if name not in self.ghost_names}
 
         def per_example(probes, other, *example):
             record: list = []
             value = self._run(probes, other, example, record, per_example_loss)
-            return value, {name: [a for m, a in record if m == name] for name in linears}
+            return value, {name: [a for m, a in record if m == name] for name in layers}
 
         in_dims = (0, 0) + (0,) * len(batch)
         losses, inputs = vmap(per_example, in_dims=in_dims, randomness="different")(probes, others, *batch)
-        leaves = [p for name in linears for p in probes[name]] + list(others.values())
+        leaves = [p for name in layers for p in probes[name]] + list(others.values())
         grads = torch.autograd.grad(losses.sum(), leaves, allow_unused=True) if leaves else []
         grads = [torch.zeros_like(leaf) if g is None else g for leaf, g in zip(leaves, grads)]
         g_probes, k = {}, 0
-        for name in linears:
+        for name in layers:
             g_probes[name] = grads[k:k + len(probes[name])]
             k += len(probes[name])
         g_other = dict(zip(others, grads[k:]))
         inputs = {name: [a.detach() for a in values] for name, values in inputs.items()}
-        return _clip_and_keep(linears, self.trainable_names, shapes, inputs, g_probes, g_other, losses.detach(),
+        return _clip_and_keep(layers, self.trainable_names, shapes, inputs, g_probes, g_other, losses.detach(),
                               max_norm, n)
 
 
@@ -190,13 +211,21 @@ def ghost_clipped_sum(
     return GhostClipper(module)(per_example_loss, batch, max_norm)
 
 
-def _clip_and_keep(linears, trainable_names, shapes, inputs, g_probes, g_other, losses, max_norm, n):
+def _clip_and_keep(layers, trainable_names, shapes, inputs, g_probes, g_other, losses, max_norm, n):
     """Norms from the ghost identities and the other parameters' per-example gradients; clip factors; the clipped
     sums by book-keeping."""
     squared = torch.zeros(n)
     stacked = {}
-    for name, m in linears.items():
+    for name, m in layers.items():
         if not shapes[name]:  # not called by this loss: zero gradient
+            continue
+        if isinstance(m, nn.Embedding):
+            k = _positions([x.reshape(n, -1) for x in inputs[name]])  # (B, P) row indices
+            g = _positions([y.reshape(n, -1, m.embedding_dim) for y in g_probes[name]])  # (B, P, dim)
+            if m.padding_idx is not None:  # the padding row gets no gradient
+                g = _zero_rows_where(g, k == m.padding_idx)
+            stacked[name] = (k, g)
+            squared = squared + _embedding_norm2(k, g)
             continue
         a = _positions([x.reshape(n, -1, m.in_features) for x in inputs[name]])  # (B, P, in)
         g = _positions([y.reshape(n, -1, m.out_features) for y in g_probes[name]])  # (B, P, out)
@@ -211,18 +240,23 @@ def _clip_and_keep(linears, trainable_names, shapes, inputs, g_probes, g_other, 
     finite = torch.isfinite(norms)
     if not bool(finite.all()):  # a non-finite example contributes zero (0 * inf would be NaN)
         factors = torch.where(finite, factors, torch.zeros_like(factors))
-        stacked = {k: (_zero_rows(a, ~finite), _zero_rows(g, ~finite)) for k, (a, g) in stacked.items()}
+        stacked = {k: (a if isinstance(layers[k], nn.Embedding) else _zero_rows(a, ~finite), _zero_rows(g, ~finite))
+                   for k, (a, g) in stacked.items()}
         g_other = {k: _zero_rows(g, ~finite) for k, g in g_other.items()}
 
     total: dict[str, torch.Tensor] = {}
-    for name, m in linears.items():
+    for name, m in layers.items():
         weight, bias = _prefixed(name, "weight"), _prefixed(name, "bias")
         if name not in stacked:
             total[weight] = torch.zeros_like(m.weight)
-            if m.bias is not None:
+            if getattr(m, "bias", None) is not None:
                 total[bias] = torch.zeros_like(m.bias)
             continue
         a, g = stacked[name]
+        if isinstance(m, nn.Embedding):  # c_i g_p added into row k_p
+            scaled = (g * factors[:, None, None]).reshape(-1, m.embedding_dim)
+            total[weight] = torch.zeros_like(m.weight).index_add_(0, a.reshape(-1), scaled)
+            continue
         scaled = (g * factors[:, None, None]).reshape(-1, m.out_features)  # (B P, out)
         total[weight] = scaled.T @ a.reshape(-1, m.in_features)  # book-keeping: (c * G)^T A, one matrix product
         if m.bias is not None:
@@ -245,6 +279,19 @@ def _weight_norm2(a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     if p * p * (d_in + d_out) <= d_in * d_out:  # two P x P Gram matrices
         return (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum(dim=(1, 2))
     return torch.bmm(g.transpose(1, 2), a).pow(2).sum(dim=(1, 2))  # the per-example gradient itself
+
+
+def _embedding_norm2(k: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """(B,) squared Frobenius norms of ``sum_p e_{k_p} g_p^T`` for indices ``k`` (B, P) and ``g`` (B, P, dim)."""
+    if k.shape[1] == 1:
+        return g.pow(2).sum(dim=(1, 2))
+    same = (k[:, :, None] == k[:, None, :]).to(g.dtype)  # positions that read the same row
+    return (same * torch.bmm(g, g.transpose(1, 2))).sum(dim=(1, 2))
+
+
+def _zero_rows_where(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``x`` (B, P, d) with the positions where ``mask`` (B, P) holds set to zero."""
+    return torch.where(mask[..., None], torch.zeros((), dtype=x.dtype), x)
 
 
 def _zero_rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:

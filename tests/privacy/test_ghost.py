@@ -1,7 +1,7 @@
 """Ghost clipping with book-keeping (issue 23) against the exact per-example path: the same per-example norms and
 the same clipped sum, to float tolerance, on random models (several calls per example, sequences, the Gram and the
-materialised branches, non-linear parameters, frozen and shared layers, non-finite examples); what it does not cover
-falls back or is refused; DP-SGD takes the same step either way."""
+materialised branches, embeddings, non-linear parameters, frozen and shared layers, non-finite examples); what it
+does not cover falls back or is refused; DP-SGD takes the same step either way."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from torch import nn
 
 from dpsynth.errors import InputError
 from dpsynth.privacy.dpsgd import DPSGD, DPSGDConfig
-from dpsynth.privacy.ghost import GhostUnsupported, ghost_applicable, ghost_clipped_sum
+from dpsynth.privacy.ghost import GhostClipper, GhostUnsupported, ghost_applicable, ghost_clipped_sum
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.per_example import clipped_sum, input_gradient
 
@@ -66,6 +66,47 @@ def test_ghost_equals_exact_for_sequences_and_repeated_calls(width, positions):
     _assert_same(module, _critic, (real, fake), max_norm=0.3)
 
 
+class _Tokens(nn.Module):
+    """Embedded categorical codes (some repeated within an example, some at the padding row), pooled, then an MLP;
+    a second embedding looked up once per example."""
+
+    def __init__(self, vocab: int, dim: int, padding_idx: int | None, **options):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim, padding_idx=padding_idx)
+        self.extra = nn.Embedding(5, dim, **options)
+        self.head = nn.Sequential(nn.Linear(dim, 8), nn.ReLU(), nn.Linear(8, 1))
+
+    def forward(self, codes, one):
+        return self.head(self.embed(codes).mean(dim=-2) + self.extra(one)).reshape(())
+
+
+def _token_loss(model_fn, codes, one, y):
+    return nn.functional.binary_cross_entropy_with_logits(model_fn(codes, one), y)
+
+
+@pytest.mark.parametrize("vocab,positions,padding_idx", [(7, 6, 0), (50, 1, None), (3, 9, 2)])
+def test_ghost_equals_exact_for_embeddings(vocab, positions, padding_idx):
+    """Repeated rows within an example (vocab 3, 9 positions: the equal-index Gram terms), one position, and the
+    padding row, which takes no gradient."""
+    torch.manual_seed(vocab)
+    module = _Tokens(vocab, 6, padding_idx)
+    n = 25
+    codes = torch.randint(0, vocab, (n, positions))
+    one = torch.randint(0, 5, (n,))
+    y = (torch.rand(n) > 0.5).float()
+    _assert_same(module, _token_loss, (codes, one, y), max_norm=0.2)
+    clipper_layers = GhostClipper(module).layers
+    assert {"embed", "extra"} <= set(clipper_layers)  # both taken by the ghost identities
+
+
+def test_embeddings_the_identities_do_not_cover_take_the_exact_way():
+    torch.manual_seed(0)
+    module = _Tokens(7, 6, None, scale_grad_by_freq=True)
+    assert "extra" not in GhostClipper(module).layers
+    codes, one, y = torch.randint(0, 7, (10, 4)), torch.randint(0, 5, (10,)), torch.ones(10)
+    _assert_same(module, _token_loss, (codes, one, y), max_norm=0.5)
+
+
 def test_a_non_finite_example_contributes_zero_and_a_bare_parameter_is_exact():
     class Scaled(nn.Module):
         def __init__(self):
@@ -103,9 +144,11 @@ def test_a_gradient_penalty_is_not_ghost_clipped():
         ghost_clipped_sum(nn.Sequential(nn.LayerNorm(4)), lambda f, x: f(x).sum(), (torch.randn(3, 4),), 1.0)
 
 
-def test_ghost_applies_where_linear_layers_hold_most_parameters():
+def test_ghost_applies_where_linear_and_embedding_layers_hold_most_parameters():
     assert ghost_applicable(nn.Sequential(nn.Linear(10, 10), nn.LayerNorm(10)))
-    assert not ghost_applicable(nn.Sequential(nn.Embedding(1000, 16), nn.Linear(16, 1)))
+    assert ghost_applicable(nn.Sequential(nn.Embedding(1000, 16), nn.Linear(16, 1)))
+    assert not ghost_applicable(nn.Sequential(nn.Embedding(1000, 16, max_norm=1.0), nn.Linear(16, 1)))
+    assert not ghost_applicable(nn.Sequential(nn.Conv1d(4, 64, 9), nn.Flatten(), nn.Linear(64, 1)))
 
 
 def _dpsgd(module, method, seed=0):
