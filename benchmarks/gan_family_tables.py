@@ -59,35 +59,19 @@ import warnings
 import numpy as np
 import pandas as pd
 
+# the papers' numbers and our models' names in their tables: one copy, in dpsynth.bench.papers
+from dpsynth.bench.papers import (
+    GAN_PAPER_NAME,
+    SEED000_ADULT_LR,
+    SEED000_KING_RIDGE,
+    SEED000_SIMILARITY,
+    SEED002_PRIVACY,
+    SEED002_SIMILARITY,
+    SEED002_UTILITY,
+)
+
 MODELS = ("dtgan-d", "dtgan-g", "dp-sactgan")
 DATASETS = ("adult", "loan", "king")
-#: seed 002's and seed 000's names for our models (epsilon = inf: the papers' non-private references)
-PAPER_NAME = {("dtgan-d", False): "DTGAN_D", ("dtgan-g", False): "DTGAN_G", ("dtgan-d", True): "TGAN",
-              ("dtgan-g", True): "TGAN", ("dp-sactgan", False): "DP-SACTGAN", ("dp-sactgan", True): "CTAB-GAN+",
-              ("ctab-gan-plus", True): "CTAB-GAN+"}
-
-# ---------------------------------------------------------------------------------------------- the papers' numbers
-#: seed 002 Table 3 (differences real - synthetic, averaged over Adult, Credit, Loan and the 4 classifiers)
-SEED002_UTILITY = {  # (method, epsilon): (accuracy %, AUC, APR, F1)
-    ("DTGAN_D", 1): (16.1, 0.302, 0.483, 0.34), ("DTGAN_D", 100): (13.0, 0.265, 0.475, 0.262),
-    ("DTGAN_G", 1): (32.3, 0.377, 0.604, 0.454), ("DTGAN_G", 100): (13.7, 0.387, 0.565, 0.374),
-    ("TGAN", math.inf): (2.6, 0.042, 0.143, 0.097),
-}
-#: seed 002 Table 4 (Avg JSD, Avg WD, Diff. Corr.; averaged over the three datasets)
-SEED002_SIMILARITY = {
-    ("DTGAN_D", 1): (0.246, 0.063, 4.168), ("DTGAN_D", 100): (0.127, 0.047, 3.648),
-    ("DTGAN_G", 1): (0.376, 0.189, 3.065), ("DTGAN_G", 100): (0.389, 0.174, 3.21),
-    ("TGAN", math.inf): (0.028, 0.01, 1.607),
-}
-#: seed 002 Table 5 at epsilon 1 (naive, correlation membership privacy gain; attribute inference privacy gain)
-SEED002_PRIVACY = {"DTGAN_D": (0.266, 0.248, 0.037), "DTGAN_G": (0.245, 0.26, 0.038), "TGAN": (0.238, 0.233, 2e-4)}
-#: seed 000 Tables 1-4 at epsilon 1 (CTAB-GAN+ is non-private in the paper)
-SEED000_ADULT_LR = {"DP-SACTGAN": (4.084, 0.0261, 0.0251), "CTAB-GAN+": (5.047, 0.0560, 0.0804)}  # ACC %, AUC, F1
-SEED000_KING_RIDGE = {"DP-SACTGAN": (0.0114, 0.165, 0.214), "CTAB-GAN+": (0.0420, 0.208, 0.222)}  # MAE, EVS, R2
-SEED000_SIMILARITY = {  # dataset: method: (WD, JSD, Diff Cor)
-    "adult": {"DP-SACTGAN": (0.0149, 0.101, 0.849), "CTAB-GAN+": (0.0154, 0.0803, 1.257)},
-    "king": {"DP-SACTGAN": (0.0298, 0.103, 2.631), "CTAB-GAN+": (0.0314, 0.133, 3.311)},
-}
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -323,7 +307,7 @@ def print_tables(rows: list[dict]) -> None:
             per_ds = [d for d in per_ds if d]
             mean = {k: float(np.nanmean([_mean(d, k) for d in per_ds])) for k in
                     ("d_acc", "d_auc", "d_apr", "d_f1", "avg_jsd", "avg_wd", "diff_corr")}
-            name = PAPER_NAME.get((m, math.isinf(eps)), m)
+            name = GAN_PAPER_NAME.get((m, math.isinf(eps)), m)
             pu = SEED002_UTILITY.get((name, eps if not math.isinf(eps) else math.inf), (math.nan,) * 4)
             ps = SEED002_SIMILARITY.get((name, eps if not math.isinf(eps) else math.inf), (math.nan,) * 3)
             ours = [_f(mean["d_acc"], 1)] + [_f(mean[k]) for k in ("d_auc", "d_apr", "d_f1", "avg_jsd", "avg_wd",
@@ -336,7 +320,7 @@ def print_tables(rows: list[dict]) -> None:
     print("\nSeed 000 Tables 1-4 (epsilon 1; CTAB-GAN+ = our --epsilon inf)")
     for m in sorted({r["model"] for r in rows}):
         for eps in sorted({r["epsilon"] for r in rows}):
-            name = PAPER_NAME.get((m, math.isinf(eps)), m)
+            name = GAN_PAPER_NAME.get((m, math.isinf(eps)), m)
             a = [r for r in rows if r["model"] == m and r["epsilon"] == eps and r["dataset"] == "adult"]
             k = [r for r in rows if r["model"] == m and r["epsilon"] == eps and r["dataset"] == "king"]
             if a:
@@ -360,7 +344,7 @@ def print_privacy(rows: list[dict]) -> None:
     print(f"{'dataset':>8} {'model':>12} | {'naive':>6} {'corr':>6} {'attr':>7} || paper {'naive':>6} {'corr':>6} "
           f"{'attr':>7} | shadow design")
     for r in rows:
-        paper = SEED002_PRIVACY.get(PAPER_NAME.get((r["model"], False), ""), (math.nan,) * 3)
+        paper = SEED002_PRIVACY.get(GAN_PAPER_NAME.get((r["model"], False), ""), (math.nan,) * 3)
         print(f"{r['dataset']:>8} {r['model']:>12} | {_f(r['naive']):>6} {_f(r['correlation']):>6} "
               f"{_f(r['attribute'], 4):>7} || {'':5} {_f(paper[0]):>6} {_f(paper[1]):>6} {_f(paper[2], 4):>7} | "
               f"{r['shadow']}")

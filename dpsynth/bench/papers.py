@@ -17,8 +17,23 @@ definitions as dpsynth's evaluation computes them:
   1e-5 / 1e-3, random-forest accuracy trained on synthetic and tested on real rows, Bhattacharyya distance. The
   poster's numbers are only in its figures: ours are printed alone.
 
-Seeds 002 (DTGAN) and 000 (DP-SACTGAN) use the CTAB-GAN evaluation code's definitions, which
-``benchmarks/gan_family_tables.py`` implements; they are not yet bench papers.
+- ``dtgan`` (seed 002, Tables 3-4): DTGAN_D (``dtgan-d``) and DTGAN_G (``dtgan-g``) at epsilon 1 and 100, and
+  the paper's non-private reference TGAN as ``dtgan-g`` at epsilon inf (the same networks, one discriminator, no
+  DP), on Adult and Loan. ML utility: the differences real - synthetic of accuracy (%), AUC, average precision
+  and F1, averaged over a decision tree, a random forest, logistic regression and an MLP (dpsynth's
+  ``ml_efficacy``: scikit-learn defaults on min-max scaled, one-hot features; its differences are absolute,
+  the paper's signed, which agree wherever the real-trained model is the better one); similarity: Avg-JSD (the
+  Jensen-Shannon *distance* of the categorical columns, the square root of dpsynth's ``similarity.jsd``
+  divergence, as in the CTAB-GAN code the seed uses), Avg-WD and Diff-Corr. The paper averages over Adult,
+  Credit and Loan; Credit (ULB's fraud table) is not available offline, so the ``mean`` rows average Adult and
+  Loan, and the paper's three-table numbers beside them are a loose reference.
+- ``dp-sactgan`` (seed 000, Tables 1-4): DP-SACTGAN at epsilon 1 and the paper's non-private CTAB-GAN+ as
+  ``dp-sactgan`` at epsilon inf, on Adult (logistic regression: accuracy %, AUC and F1 differences) and King
+  County (Ridge: MAE of the target min-max scaled by the test split's range, explained variance and R2
+  differences); WD, JSD (distance) and Diff Cor on both.
+
+``benchmarks/gan_family_tables.py`` computes the same tables outside the bench (and seed 002's Table 5, the
+privacy gains, which need the shadow attack's refits).
 """
 
 from __future__ import annotations
@@ -87,6 +102,33 @@ SEED003_COLUMNS = ("workclass", "marital-status", "occupation", "relationship", 
                    "income")
 
 UNIFIED_MODELS = ("dp-dnn", "dp-gan", "dp-gan-dnn")
+
+#: seed 002 Table 3 (differences real - synthetic, averaged over Adult, Credit, Loan and the 4 classifiers)
+SEED002_UTILITY = {  # (method, epsilon): (accuracy %, AUC, APR, F1)
+    ("DTGAN_D", 1): (16.1, 0.302, 0.483, 0.34), ("DTGAN_D", 100): (13.0, 0.265, 0.475, 0.262),
+    ("DTGAN_G", 1): (32.3, 0.377, 0.604, 0.454), ("DTGAN_G", 100): (13.7, 0.387, 0.565, 0.374),
+    ("TGAN", math.inf): (2.6, 0.042, 0.143, 0.097),
+}
+#: seed 002 Table 4 (Avg JSD, Avg WD, Diff. Corr.; averaged over the three datasets)
+SEED002_SIMILARITY = {
+    ("DTGAN_D", 1): (0.246, 0.063, 4.168), ("DTGAN_D", 100): (0.127, 0.047, 3.648),
+    ("DTGAN_G", 1): (0.376, 0.189, 3.065), ("DTGAN_G", 100): (0.389, 0.174, 3.21),
+    ("TGAN", math.inf): (0.028, 0.01, 1.607),
+}
+#: seed 002 Table 5 at epsilon 1 (naive, correlation membership privacy gain; attribute inference privacy gain)
+SEED002_PRIVACY = {"DTGAN_D": (0.266, 0.248, 0.037), "DTGAN_G": (0.245, 0.26, 0.038), "TGAN": (0.238, 0.233, 2e-4)}
+SEED002_CLASSIFIERS = ("dt", "rf", "lr", "mlp")
+#: seed 000 Tables 1-4 at epsilon 1 (CTAB-GAN+ is non-private in the paper)
+SEED000_ADULT_LR = {"DP-SACTGAN": (4.084, 0.0261, 0.0251), "CTAB-GAN+": (5.047, 0.0560, 0.0804)}  # ACC %, AUC, F1
+SEED000_KING_RIDGE = {"DP-SACTGAN": (0.0114, 0.165, 0.214), "CTAB-GAN+": (0.0420, 0.208, 0.222)}  # MAE, EVS, R2
+SEED000_SIMILARITY = {  # dataset: method: (WD, JSD, Diff Cor)
+    "adult": {"DP-SACTGAN": (0.0149, 0.101, 0.849), "CTAB-GAN+": (0.0154, 0.0803, 1.257)},
+    "king": {"DP-SACTGAN": (0.0298, 0.103, 2.631), "CTAB-GAN+": (0.0314, 0.133, 3.311)},
+}
+#: our models in the two papers' tables (epsilon inf: the papers' non-private references)
+GAN_PAPER_NAME = {("dtgan-d", False): "DTGAN_D", ("dtgan-g", False): "DTGAN_G", ("dtgan-d", True): "TGAN",
+                  ("dtgan-g", True): "TGAN", ("dp-sactgan", False): "DP-SACTGAN", ("dp-sactgan", True): "CTAB-GAN+",
+                  ("ctab-gan-plus", True): "CTAB-GAN+"}
 
 
 @dataclass(frozen=True)
@@ -183,10 +225,117 @@ def _unified_table(runs, metrics):
     return pd.DataFrame(rows)
 
 
+# ---------------------------------------------------------------------------------------------- seeds 002 and 000
+def _metric(metrics: pd.DataFrame, key: str, metric: str) -> pd.Series:
+    """``metric``'s values of run ``key`` by subject."""
+    hit = metrics[(metrics["key"] == key) & (metrics["metric"] == metric)]
+    return pd.Series(hit["value"].to_numpy(dtype=float), index=hit["subject"].to_numpy())
+
+
+def _similarity(metrics: pd.DataFrame, key: str) -> tuple[float, float, float]:
+    """(Avg-JSD as a distance, Avg-WD, Diff-Corr) of one run, from the per-column rows."""
+    def columns(values: pd.Series) -> pd.Series:
+        return values[[not str(s).startswith("(") for s in values.index]]
+
+    jsd = np.sqrt(columns(_metric(metrics, key, "similarity.jsd")).clip(lower=0))
+    wd = columns(_metric(metrics, key, "similarity.wasserstein"))
+    return (float(jsd.mean()) if len(jsd) else math.nan, float(wd.mean()) if wd.notna().any() else math.nan,
+            _value(metrics, key, "similarity.association_diff", "(all)"))
+
+
+def _mean_or_nan(values: list[float]) -> float:
+    finite = [v for v in values if not math.isnan(v)]
+    return float(np.mean(finite)) if finite else math.nan
+
+
+def _dtgan_groups(datasets):
+    common = {"datasets": list(datasets), "metrics": ["ml_efficacy", "similarity"], "deltas": [1e-5],
+              "seeds": [0, 1, 2]}
+    return [{**common, "models": ["dtgan-d", "dtgan-g"], "epsilons": [1, 100]},
+            {**common, "models": ["dtgan-g"], "epsilons": ["inf"]}]
+
+
+def _dtgan_run(metrics: pd.DataFrame, key: str) -> list[float]:
+    def diff(score: str) -> float:
+        values = _metric(metrics, key, f"ml_efficacy.{score}.diff").reindex(list(SEED002_CLASSIFIERS))
+        return float(values.mean()) if values.notna().any() else math.nan
+
+    return [100 * diff("accuracy"), diff("auc"), diff("ap"), diff("f1"), *_similarity(metrics, key)]
+
+
+_DTGAN_NAMES = ("d acc %", "d AUC", "d APR", "d F1", "Avg-JSD", "Avg-WD", "Diff-Corr")
+
+
+def _dtgan_table(runs, metrics):
+    per_run = {key: _dtgan_run(metrics, key) for key in runs.loc[runs["status"] == "ok", "key"]}
+    ok = runs[runs["status"] == "ok"]
+    rows = []
+    for (model, epsilon), by_model in ok.groupby(["model", "epsilon"], sort=True):
+        name = GAN_PAPER_NAME.get((model, math.isinf(epsilon)), model)
+        paper = (*SEED002_UTILITY.get((name, epsilon), (math.nan,) * 4),
+                 *SEED002_SIMILARITY.get((name, epsilon), (math.nan,) * 3))
+        mean_label = f"mean of {by_model['dataset'].nunique()}"
+        for dataset, group in [*by_model.groupby("dataset", sort=True), (mean_label, by_model)]:
+            row = {"dataset": dataset, "model": f"{model} ({name})", "epsilon": _eps(epsilon), "seeds": len(group)}
+            for i, column in enumerate(_DTGAN_NAMES):
+                values = [per_run[k][i] for k in group["key"]]
+                if dataset != mean_label:
+                    row[column] = _cell(values, None, 1 if i == 0 else 3)
+                else:  # the mean over datasets of the per-dataset means, beside the paper's average
+                    means = [_mean_or_nan([per_run[k][i] for k in g["key"]]) for _, g in group.groupby("dataset")]
+                    row[column] = _cell(means, paper[i], 1 if i == 0 else 3)
+            rows.append(row)
+    return pd.DataFrame(rows).rename(columns={c: f"{c} (paper)" for c in _DTGAN_NAMES})
+
+
+def _sactgan_groups(datasets):
+    return [{"datasets": list(datasets), "metrics": ["ml_efficacy", "similarity"], "deltas": [1e-5],
+             "seeds": [0, 1, 2], "models": ["dp-sactgan"], "epsilons": [1, "inf"]}]
+
+
+def _test_range(dataset: str) -> float:
+    """max - min of the target on the bench's test split of ``dataset`` (seed 000 scales King's price by it)."""
+    from dpsynth.bench.worker import prepare_data
+
+    run = parse_spec({"name": "range", "models": ["marginals"], "datasets": [dataset], "epsilons": [1],
+                      "metrics": ["ml_efficacy"]}).runs[0]
+    _, test, _, target = prepare_data(run)
+    values = pd.to_numeric(test[target], errors="coerce")
+    return float(values.max() - values.min()) or 1.0
+
+
+def _sactgan_table(runs, metrics):
+    ok = runs[runs["status"] == "ok"]
+    rows = []
+    for (dataset, model, epsilon), group in ok.groupby(["dataset", "model", "epsilon"], sort=True):
+        name = GAN_PAPER_NAME.get((model, math.isinf(epsilon)), model)
+        row = {"dataset": dataset, "model": f"{model} ({name})", "epsilon": _eps(epsilon), "seeds": len(group)}
+        if dataset == "king":
+            span = _test_range("king")
+            scores = [("d MAE (scaled)", "mae", 1 / span), ("d EVS", "evs", 1.0), ("d R2", "r2", 1.0)]
+            paper = SEED000_KING_RIDGE.get(name, (math.nan,) * 3)
+        else:
+            scores = [("LR d acc %", "accuracy", 100.0), ("LR d AUC", "auc", 1.0), ("LR d F1", "f1", 1.0)]
+            paper = SEED000_ADULT_LR.get(name, (math.nan,) * 3) if dataset == "adult" else (math.nan,) * 3
+        for (column, score, scale), published in zip(scores, paper):
+            values = [scale * _value(metrics, k, f"ml_efficacy.{score}.diff", "lr") for k in group["key"]]
+            row[f"{column} (paper)"] = _cell(values, published, 2 if scale == 100.0 else 4)
+        similarity = [_similarity(metrics, k) for k in group["key"]]
+        published = SEED000_SIMILARITY.get(dataset, {}).get(name, (math.nan,) * 3)
+        for i, column in enumerate(("WD", "JSD", "Diff Cor")):
+            j = {"WD": 1, "JSD": 0, "Diff Cor": 2}[column]
+            row[f"{column} (paper)"] = _cell([s[j] for s in similarity], published[i], 4 if i < 2 else 3)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 PAPERS = {
     "dp-tldm": Paper("seed 004 (DP-TLDM), Tables 2-3", _seed004_groups, SEED004_DATASETS, _seed004_table),
     "dp-auto-gan": Paper("seed 003 (DP-auto-GAN), Tables 2-3", _seed003_groups, ("adult",), _seed003_table),
     "unified": Paper("seed 001 (unified DP-GAN framework), Wine", _unified_groups, ("wine",), _unified_table),
+    "dtgan": Paper("seed 002 (DTGAN), Tables 3-4; Credit not available offline", _dtgan_groups, ("adult", "loan"),
+                   _dtgan_table),
+    "dp-sactgan": Paper("seed 000 (DP-SACTGAN), Tables 1-4", _sactgan_groups, ("adult", "king"), _sactgan_table),
 }
 
 

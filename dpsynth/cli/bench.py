@@ -32,7 +32,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", action="append", default=[], help="with 'report': add a metric of the evaluation "
                    "table (mean over its subjects) to the summary")
     p.add_argument("--paper", help="run a seed paper's grid and print ours beside its numbers: dp-tldm, "
-                   "dp-auto-gan or unified")
+                   "dp-auto-gan, unified, dtgan or dp-sactgan")
     p.add_argument("--datasets", help="with --paper: a subset of its datasets (comma-separated)")
     p.add_argument("--seeds", help="with --paper: seeds (comma-separated; default the paper's, or 0, 1, 2)")
     p.add_argument("--models", help="with --paper: a subset of its models (comma-separated)")

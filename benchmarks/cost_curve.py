@@ -1,0 +1,156 @@
+"""Cost curves (issue 22): fit time and peak memory of each model against the number of rows, 10k to 10M.
+
+Adult's training split resampled with replacement (seed 0) to each size and written to Parquet once (in chunks:
+the 10M-row file never sits in memory here). Each fit runs in a fresh process (its peak resident memory is its
+own) at epsilon 1, delta 1e-8 (below 1 / n at every size), Adult's public schema and the model's default
+hyper-parameters, under a wall-clock limit: a fit that exceeds it is printed as ``> LIMIT`` and the model's larger
+sizes are skipped (they would take longer still). The select-measure-generate models (``reads_tables``: MST, AIM,
+batch-AIM) get the Parquet path with ``backend="duckdb"``: the rows are counted in DuckDB and never enter the
+Python process, so their memory should stay flat; every other model reads the file into a pandas frame first (in
+the peak). Timing only: nothing is evaluated.
+
+    python benchmarks/cost_curve.py --models marginals,mst,dp-tldm --rows 10000,100000,1000000
+    python benchmarks/cost_curve.py --models mst --rows 10000,100000,1000000,10000000 --plot cost.png
+
+Prints one row per (model, rows): status, fit seconds, peak MB, rows per second. ``--out`` writes the rows as CSV,
+``--plot`` a PNG with both curves on log-log axes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_CHILD = r"""
+import json, resource, sys, time, warnings
+warnings.simplefilter("ignore")
+import pandas as pd
+from dpsynth import datasets
+from dpsynth.models import get_model_class
+name, path = sys.argv[1], sys.argv[2]
+cls = get_model_class(name)
+start = time.perf_counter()
+if cls.reads_tables:
+    model, data = cls(backend="duckdb"), path
+else:
+    model, data = cls(), pd.read_parquet(path)
+model.fit(data, epsilon=1.0, delta=1e-8, schema=datasets.schema("adult"), seed=0)
+fit = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"fit_s": fit, "peak_mb": peak, "epsilon": model.ledger_.epsilon(),
+                  "source": "file (duckdb)" if cls.reads_tables else "frame"}))
+"""
+
+
+def write_sizes(folder: Path, sizes: list[int], chunk: int = 1_000_000) -> dict[int, Path]:
+    """Adult's train split resampled with replacement to each size, one Parquet file each, written in chunks."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpsynth import datasets
+
+    train = datasets.load("adult").train
+    rng = np.random.default_rng(0)
+    files = {}
+    for n in sizes:
+        path = folder / f"adult_{n}.parquet"
+        writer = None
+        for start in range(0, n, chunk):
+            part = train.iloc[rng.integers(0, len(train), min(chunk, n - start))].reset_index(drop=True)
+            table = pa.Table.from_pandas(part, preserve_index=False)
+            writer = writer or pq.ParquetWriter(path, table.schema)
+            writer.write_table(table)
+        writer.close()
+        files[n] = path
+    return files
+
+
+def fit_once(model: str, path: Path, limit_s: float, threads: int) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, model, str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return {"status": "timeout", "fit_s": time.perf_counter() - start}
+    if proc.returncode != 0:
+        lines = [line for line in err.splitlines() if line.strip()]
+        return {"status": "failed", "error": lines[-1][:200] if lines else f"exit {proc.returncode}"}
+    return {"status": "ok", **json.loads(out.strip().splitlines()[-1])}
+
+
+def plot(rows: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for model in dict.fromkeys(r["model"] for r in rows):
+        ok = [r for r in rows if r["model"] == model and r["status"] == "ok"]
+        if not ok:
+            continue
+        for ax, key in zip(axes, ("fit_s", "peak_mb")):
+            ax.plot([r["rows"] for r in ok], [r[key] for r in ok], marker="o", label=model)
+    for ax, label in zip(axes, ("fit time (s)", "peak memory of the fit's process (MB)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+            axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        ax.set_xlabel("rows (Adult resampled)")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("dpsynth cost curves, epsilon 1, 2 CPU cores")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default="marginals,mst,aim,dp-tldm,dp-auto-gan,dtgan-d")
+    parser.add_argument("--rows", default="10000,100000,1000000,10000000")
+    parser.add_argument("--limit", type=float, default=1800.0, help="seconds per fit (default: 30 minutes)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", help="write the rows as CSV here")
+    parser.add_argument("--plot", help="write the PNG here")
+    args = parser.parse_args()
+    sizes = sorted(int(n) for n in args.rows.split(","))
+    rows: list[dict] = []
+    print(f"{'model':12s} {'rows':>9s} {'status':8s} {'source':13s} {'fit_s':>8s} {'peak_mb':>8s} {'rows/s':>9s}")
+    with tempfile.TemporaryDirectory(prefix="dpsynth-cost-") as folder:
+        files = write_sizes(Path(folder), sizes)
+        for model in args.models.split(","):
+            for n in sizes:
+                r = {"model": model, "rows": n, **fit_once(model, files[n], args.limit, args.threads)}
+                rows.append(r)
+                if r["status"] == "ok":
+                    print(f"{model:12s} {n:9d} {'ok':8s} {r['source']:13s} {r['fit_s']:8.1f} {r['peak_mb']:8.0f} "
+                          f"{n / r['fit_s']:9.0f}", flush=True)
+                else:
+                    shown = f"> {args.limit:.0f}" if r["status"] == "timeout" else r.get("error", "")
+                    print(f"{model:12s} {n:9d} {r['status']:8s} {shown}", flush=True)
+                    break  # larger sizes take longer still
+    if args.out:
+        import pandas as pd
+
+        pd.DataFrame(rows).to_csv(args.out, index=False)
+    if args.plot:
+        plot(rows, args.plot)
+
+
+if __name__ == "__main__":
+    main()
