@@ -19,12 +19,14 @@ dtypes: public                    # with schema none: private reads every cell a
 rows: 0                           # 0: every training row; n: the first n of the (seeded) shuffled training split
 metrics: [similarity, unsupervised, ml_efficacy]    # groups of dpsynth.evaluate
 eval_seeds: [0]                   # model seeds of the ML-efficacy classifiers
+ml_models: [xgb]                  # ML-efficacy classifiers (default all: dt, rf, lr, mlp, xgb)
 risk: default                     # privacy attacks on each release: false (default), default, or attack names
 limits: {time_s: 3600, memory_gb: 8}
 ```
 
 A *run* is one cell of the grid; its key is a hash of everything that decides its result (model, parameters,
-dataset, epsilon, delta, seed, schema mode, dtypes, rows, metrics, evaluation seeds, attacks, dpsynth's version),
+dataset, epsilon, delta, seed, schema mode, dtypes, rows, metrics, evaluation seeds and classifiers, attacks,
+dpsynth's version),
 so a results file knows which runs of a spec are done, and a changed spec or a new dpsynth version runs again.
 """
 
@@ -42,7 +44,7 @@ from dpsynth.errors import InputError
 __all__ = ["BenchSpec", "Run", "load_spec", "parse_spec"]
 
 _TOP = {"name", "models", "datasets", "epsilons", "deltas", "seeds", "schema", "rows", "metrics", "eval_seeds",
-        "risk", "limits", "dtypes"}
+        "risk", "limits", "dtypes", "ml_models"}
 DEFAULT_METRICS = ("similarity", "unsupervised", "ml_efficacy")
 DEFAULT_LIMITS = {"time_s": 3600.0, "memory_gb": 8.0}
 
@@ -67,11 +69,14 @@ class Run:
     eval_seeds: tuple[int, ...]
     risk: tuple[str, ...]
     version: str
+    ml_models: tuple[str, ...] = ()  # empty: every ML-efficacy classifier
 
     @property
     def key(self) -> str:
         fields = asdict(self)
         fields.pop("label")  # a display name: renaming a model does not make its runs new
+        if not fields["ml_models"]:  # the default: keys of results recorded before the field existed still match
+            fields.pop("ml_models")
         fields["epsilon"] = "inf" if math.isinf(self.epsilon) else self.epsilon
         blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:20]
@@ -85,8 +90,8 @@ class Run:
     def from_dict(cls, data: dict[str, Any]) -> Run:
         data = dict(data)
         data["epsilon"] = float(data["epsilon"])
-        for name in ("metrics", "eval_seeds", "risk"):
-            data[name] = tuple(data[name])
+        for name in ("metrics", "eval_seeds", "risk", "ml_models"):
+            data[name] = tuple(data.get(name, ()))
         return cls(**data)
 
 
@@ -250,6 +255,7 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
             isinstance(s, int) and not isinstance(s, bool) for s in eval_seeds):
         raise InputError(f"spec.eval_seeds must be a non-empty list of integers. Found {eval_seeds!r}.")
     risk = _risk(data.get("risk", False))
+    ml_models = _ml_models(data.get("ml_models"))
     limits = dict(DEFAULT_LIMITS)
     given = data.get("limits") or {}
     if not isinstance(given, dict) or set(given) - set(DEFAULT_LIMITS):
@@ -257,7 +263,17 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
     for name, value in given.items():
         limits[name] = _number(value, f"spec.limits.{name}")
     runs = [Run(model, label, params, dataset, path, target, epsilon, delta, int(seed), schema, dtypes, rows,
-                tuple(metrics), tuple(int(s) for s in eval_seeds), risk, __version__)
+                tuple(metrics), tuple(int(s) for s in eval_seeds), risk, __version__, ml_models)
             for (dataset, path, target) in datasets for (model, label, params) in models
             for epsilon in epsilons for delta in deltas for seed in seeds]
     return BenchSpec(str(data.get("name", "benchmark")), runs, limits)
+
+
+def _ml_models(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    from dpsynth.evaluation.ml_efficacy import MODELS
+
+    if not isinstance(value, list) or not value or not all(m in MODELS for m in value):
+        raise InputError(f"spec.ml_models must be a non-empty list drawn from {', '.join(MODELS)}. Found {value!r}.")
+    return tuple(dict.fromkeys(value))

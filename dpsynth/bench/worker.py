@@ -77,7 +77,8 @@ def run(run) -> dict[str, Any]:
         sample_s = time.perf_counter() - start
         start = time.perf_counter()
         result = evaluate(train, synthetic, real_test=test, schema=schema or model.schema_, target=target,
-                          metrics=list(run.metrics), seeds=run.eval_seeds, executor="sequential")
+                          metrics=list(run.metrics), seeds=run.eval_seeds, executor="sequential",
+                          ml_models=list(run.ml_models) or None)
         eval_s = time.perf_counter() - start
         risk_rows, risk_s = _risk(run, train, test, synthetic)
     metrics = [{"metric": r["metric"], "subject": str(r["subject"]), "value": _finite(r["value"]),

@@ -134,6 +134,7 @@ def evaluate(
     executor: Any = None,
     progress: bool = False,
     n_jobs: int | None = None,
+    ml_models: Sequence[str] | None = None,
 ) -> EvaluationResult:
     """Score ``synthetic`` against ``real_train`` (and ``real_test``) with every metric of the seeds.
 
@@ -153,6 +154,8 @@ def evaluate(
             fit is single-threaded; performance only. ``n_jobs=k`` is the same as ``executor=k``.
         progress: a progress bar over the metric groups (stderr) and one line per group at INFO level
             (``logging`` logger ``dpsynth.evaluation``).
+        ml_models: the ML efficacy models, a subset of ``dt, rf, lr, mlp, xgb`` (default all; e.g. ``["xgb"]``
+            on a large table, where the random forest and the MLP take minutes).
 
     Returns:
         :class:`~dpsynth.evaluation.result.EvaluationResult`: ``.table`` with columns metric, subject, value,
@@ -167,11 +170,12 @@ def evaluate(
         target = getattr(schema, "target", None)
     if target is not None and target not in columns:
         raise InputError(f"target must be a column of the real data. Found {target!r}; columns: {columns}.")
+    models = _ml_models(ml_models)
     real = real_train[columns].reset_index(drop=True)
     ctx = Context(real=real, synthetic=synthetic[columns].reset_index(drop=True),
                   real_test=None if real_test is None else real_test[columns].reset_index(drop=True),
                   kinds=infer_kinds(real, schema), target=target, seeds=seeds, limits=limits or Limits(),
-                  executor=_executor(executor, n_jobs))
+                  executor=_executor(executor, n_jobs), models=models)
     rows: list[Row] = []
     figures: dict[str, Any] = {}
     timings: dict[str, float] = {}
@@ -187,11 +191,25 @@ def evaluate(
         if progress:
             _LOG.info("%s: %d rows in %.1f s", group, len(group_rows), timings[group])
     bar.close()
-    info = {"columns": columns, "kinds": ctx.kinds, "target": target, "seeds": list(seeds),
+    info = {"columns": columns, "kinds": ctx.kinds, "target": target, "seeds": list(seeds), "ml_models": list(models),
             "n_real": len(real), "n_synthetic": len(ctx.synthetic),
             "n_real_test": None if real_test is None else len(real_test),
             "limits": ctx.limits.__dict__, "seconds": timings}
     return EvaluationResult.from_rows(rows, figures, info)
+
+
+def _ml_models(ml_models: Sequence[str] | None) -> tuple[str, ...]:
+    from dpsynth.evaluation.ml_efficacy import MODELS
+
+    if ml_models is None:
+        return MODELS
+    if isinstance(ml_models, str):
+        ml_models = [ml_models]
+    chosen = tuple(dict.fromkeys(str(m) for m in ml_models))
+    unknown = [m for m in chosen if m not in MODELS]
+    if unknown or not chosen:
+        raise InputError(f"ml_models must be a non-empty list drawn from {list(MODELS)}. Found {list(ml_models)}.")
+    return chosen
 
 
 def _executor(executor: Any, n_jobs: int | None) -> Any:

@@ -40,6 +40,7 @@ SMALL = {"name": "t", "models": ["marginals"], "datasets": ["wine"], "epsilons":
     ({"epsilons": []}, "spec.epsilons must be a non-empty list"),
     ({"deltas": [1.5]}, "spec.deltas[0] must be < 1"),
     ({"seeds": [0, "a"]}, "spec.seeds[1] must be an integer"),
+    ({"ml_models": ["xgb", "svm"]}, "spec.ml_models must be a non-empty list drawn from dt, rf, lr, mlp, xgb"),
     ({"schema": "maybe"}, "spec.schema must be 'public' or 'none'"),
     ({"metrics": ["speed"]}, "spec.metrics must be a list of"),
     ({"limits": {"time_s": 0}}, "spec.limits.time_s must be > 0"),

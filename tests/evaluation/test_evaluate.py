@@ -97,6 +97,12 @@ def test_constant_test_target_makes_r2_undefined(real):
     assert res.table[res.table.metric == "ml_efficacy.mae.real"].value.notna().all()
 
 
+def test_ml_models_chooses_the_classifiers(real, real_test):
+    res = evaluate(real, real, real_test=real_test, target="label", metrics=["ml_efficacy"], seeds=(0,), n_jobs=1,
+                   ml_models=["lr", "dt"])
+    assert set(res.table["subject"]) == {"lr", "dt"} and res.info["ml_models"] == ["lr", "dt"]
+
+
 def test_no_target_reports_ml_efficacy_as_undefined(real):
     res = evaluate(real, real, metrics=["ml_efficacy"], seeds=(0,))
     assert math.isnan(res.value("ml_efficacy")) and "target" in res.table.note.iloc[0]
@@ -134,6 +140,8 @@ def test_worse_synthetic_scores_worse(real, real_test):
     (dict(metrics=["nope"]), "metrics must be"),
     (dict(target="missing"), "target must be"),
     (dict(seeds=()), "seeds must"),
+    (dict(ml_models=["xgb", "svm"]), "ml_models must be a non-empty list drawn from"),
+    (dict(ml_models=[]), "ml_models must be"),
 ])
 def test_bad_arguments_raise_input_error(real, kwargs, match):
     with pytest.raises(InputError, match=match):
