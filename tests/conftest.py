@@ -8,7 +8,11 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests/noise_off.py is importable as `noise_off`
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# One torch thread: the tests' networks are tiny, and two intra-op threads on two shared cores spin more than they
+# compute (tests/models/test_dp_tldm.py beside another job on 2 cores, 2026-11-27: 537 s wall and 319 CPU-s with
+# two threads, 142 s and 58 CPU-s with one).
+torch.set_num_threads(1)
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # and the same in the CLI / worker processes the tests start
 
 
 def pytest_collection_modifyitems(config, items):
