@@ -326,7 +326,7 @@ def _sactgan_table(runs, metrics):
             j = {"WD": 1, "JSD": 0, "Diff Cor": 2}[column]
             row[f"{column} (paper)"] = _cell([s[j] for s in similarity], published[i], 4 if i < 2 else 3)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).fillna("")  # Adult has no Ridge cells, King no logistic-regression ones
 
 
 PAPERS = {
