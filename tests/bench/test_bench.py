@@ -105,6 +105,26 @@ def test_grid_runs_records_and_resumes(tmp_path):
         assert len(store.runs()) == 4  # replaced, not duplicated
 
 
+def test_one_driver_writes_and_a_report_reads_while_it_runs(tmp_path):
+    results = tmp_path / "r.duckdb"
+    run = parse_spec(SMALL).runs[0]
+    with ResultStore(results) as writer:
+        writer.record("t", run, {"status": "failed", "error": "x"}, wall_s=1.0, threads=1)
+        with pytest.raises(InputError, match=rf"Another dpsynth bench \(pid {os.getpid()}\) is writing r.duckdb"):
+            ResultStore(results)
+        reader = ResultStore(results, read_only=True)  # the driver holds no connection between commits
+        assert reader.statuses() == {run.key: "failed"}
+        writer.record("t", run, {"status": "ok"}, wall_s=1.0, threads=1)
+        assert reader.statuses() == {run.key: "ok"} and len(reader.runs()) == 1
+        with pytest.raises(InputError, match="opened read-only"):
+            reader.record("t", run, {"status": "ok"}, wall_s=1.0, threads=1)
+    with ResultStore(results) as again:  # the lock went with the first driver
+        assert len(again.runs()) == 1
+    (tmp_path / "junk.duckdb").write_text("not a database")
+    with pytest.raises(InputError, match="Cannot open results file"):
+        ResultStore(tmp_path / "junk.duckdb", read_only=True)
+
+
 def test_failed_killed_hung_and_memory_starved_workers_become_results():
     limits = {"time_s": 3.0, "memory_gb": 4.0}
     run = parse_spec(SMALL).runs[0].to_dict()
