@@ -22,6 +22,7 @@ eval_seeds: [0]                   # model seeds of the ML-efficacy classifiers
 ml_models: [xgb]                  # ML-efficacy classifiers (default all: dt, rf, lr, mlp, xgb)
 risk: default                     # privacy attacks on each release: false (default), default, or attack names
 limits: {time_s: 3600, memory_gb: 8}
+peers: {smartnoise: /opt/venv-sn/bin/python}      # peer libraries' interpreters (models sn-aim, sdv-ctgan, ...)
 ```
 
 A *run* is one cell of the grid; its key is a hash of everything that decides its result (model, parameters,
@@ -44,7 +45,7 @@ from dpsynth.errors import InputError
 __all__ = ["BenchSpec", "Run", "load_spec", "parse_spec"]
 
 _TOP = {"name", "models", "datasets", "epsilons", "deltas", "seeds", "schema", "rows", "metrics", "eval_seeds",
-        "risk", "limits", "dtypes", "ml_models"}
+        "risk", "limits", "dtypes", "ml_models", "peers"}
 DEFAULT_METRICS = ("similarity", "unsupervised", "ml_efficacy")
 DEFAULT_LIMITS = {"time_s": 3600.0, "memory_gb": 8.0}
 
@@ -70,13 +71,15 @@ class Run:
     risk: tuple[str, ...]
     version: str
     ml_models: tuple[str, ...] = ()  # empty: every ML-efficacy classifier
+    peer_python: str | None = None  # a peer library's interpreter (dpsynth.bench.peers)
 
     @property
     def key(self) -> str:
         fields = asdict(self)
         fields.pop("label")  # a display name: renaming a model does not make its runs new
-        if not fields["ml_models"]:  # the default: keys of results recorded before the field existed still match
-            fields.pop("ml_models")
+        for name in ("ml_models", "peer_python"):  # defaults: keys recorded before these fields existed still match
+            if not fields[name]:
+                fields.pop(name)
         fields["epsilon"] = "inf" if math.isinf(self.epsilon) else self.epsilon
         blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:20]
@@ -148,7 +151,8 @@ def _entry(entry, where: str, what: str, allowed: tuple[str, ...]) -> dict:
     return entry
 
 
-def _models(entries: list) -> list[tuple[str, str, dict]]:
+def _models(entries: list, peers: dict[str, str]) -> list[tuple[str, str, dict]]:
+    from dpsynth.bench.peers import PEERS
     from dpsynth.models import available_models, get_model_class
 
     known = set(available_models())
@@ -157,11 +161,18 @@ def _models(entries: list) -> list[tuple[str, str, dict]]:
         where = f"spec.models[{i}]"
         entry = _entry(entry, where, "model", ("name", "params", "label"))
         name = entry["name"]
-        if name not in known:
-            raise InputError(f"{where}.name: unknown model {name!r}. Known: {', '.join(sorted(known))}.")
+        if name not in known and name not in PEERS:
+            raise InputError(f"{where}.name: unknown model {name!r}. Known: {', '.join(sorted(known))}; peers: "
+                             f"{', '.join(PEERS)}.")
         params = entry.get("params") or {}
         if not isinstance(params, dict):
             raise InputError(f"{where}.params must be a mapping. Found {params!r}.")
+        if name in PEERS:  # the peer's own constructor arguments: the peer checks them
+            if PEERS[name][0] not in peers:
+                raise InputError(f"{where}.name: {name} runs in {PEERS[name][0]}'s own interpreter: add "
+                                 f"peers: {{{PEERS[name][0]}: /path/to/python}} to the spec.")
+            out.append((name, str(entry.get("label") or name), params))
+            continue
         names = set(get_model_class(name)._param_names())
         unknown = sorted(set(params) - names)
         if unknown:
@@ -225,7 +236,8 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
     if unknown:
         raise InputError(f"spec has unknown field(s) {', '.join(sorted(unknown))}; allowed: "
                          f"{', '.join(sorted(_TOP))}.")
-    models = _models(_list(data, "models"))
+    peers = _peers(data.get("peers") or {})
+    models = _models(_list(data, "models"), peers)
     datasets = _datasets(_list(data, "datasets"), Path(base))
     epsilons = [_number(e, f"spec.epsilons[{i}]", allow_inf=True) for i, e in enumerate(_list(data, "epsilons"))]
     deltas = [_number(d, f"spec.deltas[{i}]") for i, d in enumerate(_list(data, "deltas", [1e-5]))]
@@ -262,8 +274,11 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
         raise InputError(f"spec.limits must be a mapping with time_s and/or memory_gb. Found {given!r}.")
     for name, value in given.items():
         limits[name] = _number(value, f"spec.limits.{name}")
+    from dpsynth.bench.peers import peer_library
+
     runs = [Run(model, label, params, dataset, path, target, epsilon, delta, int(seed), schema, dtypes, rows,
-                tuple(metrics), tuple(int(s) for s in eval_seeds), risk, __version__, ml_models)
+                tuple(metrics), tuple(int(s) for s in eval_seeds), risk, __version__, ml_models,
+                peers.get(peer_library(model) or ""))
             for (dataset, path, target) in datasets for (model, label, params) in models
             for epsilon in epsilons for delta in deltas for seed in seeds]
     return BenchSpec(str(data.get("name", "benchmark")), runs, limits)
@@ -277,3 +292,18 @@ def _ml_models(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or not all(m in MODELS for m in value):
         raise InputError(f"spec.ml_models must be a non-empty list drawn from {', '.join(MODELS)}. Found {value!r}.")
     return tuple(dict.fromkeys(value))
+
+
+def _peers(value: Any) -> dict[str, str]:
+    """``peers:``: library key -> an interpreter that has it (dpsynth.bench.peers)."""
+    import os
+
+    from dpsynth.bench.peers import PEERS
+
+    libraries = sorted({library for library, _, _ in PEERS.values()})
+    if not isinstance(value, dict) or set(value) - set(libraries):
+        raise InputError(f"spec.peers must map {' / '.join(libraries)} to a Python interpreter. Found {value!r}.")
+    for library, python in value.items():
+        if not isinstance(python, str) or not (Path(python).is_file() and os.access(python, os.X_OK)):
+            raise InputError(f"spec.peers.{library}: {python!r} is not an executable Python interpreter.")
+    return dict(value)

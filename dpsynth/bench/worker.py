@@ -66,6 +66,8 @@ def run(run) -> dict[str, Any]:
     from dpsynth.models import get_model_class
 
     train, test, schema, target = prepare_data(run)
+    if run.peer_python is not None:
+        return _run_peer(run, train, test, schema, target)
     model = get_model_class(run.model)(**run.params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -81,13 +83,42 @@ def run(run) -> dict[str, Any]:
                           ml_models=list(run.ml_models) or None)
         eval_s = time.perf_counter() - start
         risk_rows, risk_s = _risk(run, train, test, synthetic)
-    metrics = [{"metric": r["metric"], "subject": str(r["subject"]), "value": _finite(r["value"]),
-                "spread": _finite(r["spread"]), "n_seeds": None if _finite(r["n_seeds"]) is None else int(r["n_seeds"]),
-                "note": r["note"] or ""}
-               for r in result.table.to_dict(orient="records")] + risk_rows
+    metrics = _metric_rows(result) + risk_rows
     spent = model.ledger_.epsilon()
     return {"status": "ok", "error": "", "ledger_epsilon": "inf" if math.isinf(spent) else spent, "fit_s": fit_s,
             "sample_s": sample_s, "eval_s": eval_s, "risk_s": risk_s, "n_synthetic": len(synthetic), "metrics": metrics}
+
+
+def _run_peer(run, train, test, schema, target) -> dict[str, Any]:
+    """A peer library's run (:mod:`dpsynth.bench.peers`): fitted in its own interpreter, scored here."""
+    from dpsynth import evaluate
+    from dpsynth.bench.peers import KNOWN_FLAWS, fit_and_sample
+    from dpsynth.data.inference import infer_schema
+
+    schema = schema or infer_schema(train, target=target, warn=False).reviewed()  # given to the peer as public
+    synthetic, facts = fit_and_sample(run, train, schema, python=run.peer_python)
+    synthetic = synthetic[[c for c in train.columns if c in synthetic.columns]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        result = evaluate(train, synthetic, real_test=test, schema=schema, target=target, metrics=list(run.metrics),
+                          seeds=run.eval_seeds, executor="sequential", ml_models=list(run.ml_models) or None)
+        eval_s = time.perf_counter() - start
+        risk_rows, risk_s = _risk(run, train, test, synthetic)
+    metrics = _metric_rows(result) + risk_rows + [
+        {"metric": "peer.version", "subject": run.model, "value": None, "spread": None, "n_seeds": None,
+         "note": facts["version"]},
+        {"metric": "peer.accounting", "subject": run.model, "value": None, "spread": None, "n_seeds": None,
+         "note": KNOWN_FLAWS.get(run.model, "as the peer reports it")}]
+    claimed = "inf" if math.isinf(run.epsilon) else run.epsilon  # the peer's claim, not a dpsynth ledger
+    return {"status": "ok", "error": "", "ledger_epsilon": claimed, "fit_s": facts["fit_s"], "sample_s": None,
+            "eval_s": eval_s, "risk_s": risk_s, "n_synthetic": len(synthetic), "metrics": metrics}
+
+
+def _metric_rows(result) -> list[dict[str, Any]]:
+    return [{"metric": r["metric"], "subject": str(r["subject"]), "value": _finite(r["value"]),
+             "spread": _finite(r["spread"]), "n_seeds": None if _finite(r["n_seeds"]) is None else int(r["n_seeds"]),
+             "note": r["note"] or ""} for r in result.table.to_dict(orient="records")]
 
 
 def _risk(run, train, test, synthetic) -> tuple[list[dict[str, Any]], float | None]:

@@ -41,6 +41,9 @@ SMALL = {"name": "t", "models": ["marginals"], "datasets": ["wine"], "epsilons":
     ({"deltas": [1.5]}, "spec.deltas[0] must be < 1"),
     ({"seeds": [0, "a"]}, "spec.seeds[1] must be an integer"),
     ({"ml_models": ["xgb", "svm"]}, "spec.ml_models must be a non-empty list drawn from dt, rf, lr, mlp, xgb"),
+    ({"models": ["sn-aim"]}, "spec.models[0].name: sn-aim runs in smartnoise's own interpreter: add peers:"),
+    ({"peers": {"smartnoise": "/no/such/python"}}, "spec.peers.smartnoise: '/no/such/python' is not an executable"),
+    ({"peers": {"synthcity": "/usr/bin/python3"}}, "spec.peers must map sdv / smartnoise to a Python interpreter"),
     ({"schema": "maybe"}, "spec.schema must be 'public' or 'none'"),
     ({"metrics": ["speed"]}, "spec.metrics must be a list of"),
     ({"limits": {"time_s": 0}}, "spec.limits.time_s must be > 0"),
@@ -123,6 +126,37 @@ def test_one_driver_writes_and_a_report_reads_while_it_runs(tmp_path):
     (tmp_path / "junk.duckdb").write_text("not a database")
     with pytest.raises(InputError, match="Cannot open results file"):
         ResultStore(tmp_path / "junk.duckdb", read_only=True)
+
+
+_FAKE_PEER = """#!{python}
+# stands in for a peer's interpreter: ignores the script (-c SCRIPT) and releases the training rows, shuffled
+import json, sys
+import pandas as pd
+name, train, meta, out = sys.argv[3:7]
+pd.read_csv(train).sample(frac=1.0, random_state=0).to_csv(out, index=False)
+json.dump({{"fit_s": 0.5, "peak_mb": 10.0, "version": "fakepeer 0.1 " + name}}, open(out + ".json", "w"))
+"""
+
+
+def test_peer_models_run_in_their_own_interpreter_and_are_scored_here(tmp_path):
+    python = tmp_path / "peer-python"
+    python.write_text(_FAKE_PEER.format(python=sys.executable))
+    python.chmod(0o755)
+    spec = parse_spec({"name": "p", "models": ["sn-aim", "sdv-ctgan"], "datasets": ["wine"], "epsilons": [1, "inf"],
+                       "metrics": ["similarity"], "peers": {"smartnoise": str(python), "sdv": str(python)}})
+    results = tmp_path / "r.duckdb"
+    counts = run_bench(spec, results, progress=False, echo=lambda _: None)
+    assert counts == {"skipped": 0, "ok": 2, "failed": 2}
+    with ResultStore(results, read_only=True) as store:
+        runs, metrics = store.runs().set_index(["model", "epsilon"]), store.metrics()
+    assert runs.loc[("sn-aim", 1.0), "status"] == "ok" and runs.loc[("sn-aim", 1.0), "ledger_epsilon"] == 1.0
+    assert "runs at epsilon inf (it is not differentially private)" in runs.loc[("sdv-ctgan", 1.0), "error"]
+    assert "runs at a finite epsilon" in runs.loc[("sn-aim", math.inf), "error"]
+    aim = metrics[metrics["key"] == runs.loc[("sn-aim", 1.0), "key"]].set_index("metric")
+    assert aim.loc["peer.version", "note"] == "fakepeer 0.1 sn-aim"
+    assert "known_total" in aim.loc["peer.accounting", "note"]
+    # the released rows are the training rows: the evaluator sees a perfect copy
+    assert aim.loc["similarity.association_diff", "value"] == pytest.approx(0.0, abs=1e-9)
 
 
 def test_failed_killed_hung_and_memory_starved_workers_become_results():
