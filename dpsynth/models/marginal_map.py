@@ -296,9 +296,12 @@ def _fit_log_weights(block: np.ndarray, target: np.ndarray, mode: str, iteration
     target is kept, so the weights never make the marginal worse than no weights at all (b = 0 is iterate 0).
     """
 
+    if mode == "probs":
+        block = np.clip(block, 0.0, None)  # once, not per iteration
+
     def frequencies(b: np.ndarray) -> np.ndarray:
         if mode == "probs":
-            p = np.clip(block, 0.0, None) * np.exp(b)
+            p = block * np.exp(b)
             p /= np.maximum(p.sum(axis=1, keepdims=True), 1e-300)
             return p.mean(axis=0)
         return np.bincount(np.argmax(block + b, axis=1), minlength=block.shape[1]) / len(block)
