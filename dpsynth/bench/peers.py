@@ -106,8 +106,12 @@ else:
     else:
         rows = model.sample(meta["rows"])
 rows.to_csv(out, index=False)
-peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-json.dump({"fit_s": fit_s, "peak_mb": peak_mb, "version": version}, open(out + ".json", "w"))
+def _vmhwm_mb():  # this process's own peak (ru_maxrss would include the parent's, inherited through exec)
+    try:
+        return int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) / 1024
+    except (OSError, IndexError, ValueError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+json.dump({"fit_s": fit_s, "peak_mb": _vmhwm_mb(), "version": version}, open(out + ".json", "w"))
 '''
 
 

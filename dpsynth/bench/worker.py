@@ -112,7 +112,8 @@ def _run_peer(run, train, test, schema, target) -> dict[str, Any]:
          "note": KNOWN_FLAWS.get(run.model, "as the peer reports it")}]
     claimed = "inf" if math.isinf(run.epsilon) else run.epsilon  # the peer's claim, not a dpsynth ledger
     return {"status": "ok", "error": "", "ledger_epsilon": claimed, "fit_s": facts["fit_s"], "sample_s": None,
-            "eval_s": eval_s, "risk_s": risk_s, "n_synthetic": len(synthetic), "metrics": metrics}
+            "eval_s": eval_s, "risk_s": risk_s, "n_synthetic": len(synthetic), "metrics": metrics,
+            "peer_peak_mb": facts["peak_mb"]}
 
 
 def _metric_rows(result) -> list[dict[str, Any]]:
@@ -150,8 +151,16 @@ def _finite(value) -> float | None:
 
 
 def _peak_mb() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return usage / 1024.0  # ru_maxrss is in KiB on Linux
+    """This process's peak resident memory in MB: VmHWM from /proc (Linux). Not ``ru_maxrss``, which a process
+    started by fork + exec inherits from its parent (Linux keeps the pre-exec high-water mark), so every run would
+    read at least the driver's size."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         where = traceback.extract_tb(exc.__traceback__)[-1]
         result = {"status": "failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
                                                f" ({Path(where.filename).name}:{where.lineno})"}
-    result["peak_mb"] = _peak_mb()
+    # a peer's interpreter ran beside this process (which waited for it): both count
+    result["peak_mb"] = _peak_mb() + float(result.pop("peer_peak_mb", 0.0) or 0.0)
     atomic_write_text(out, json.dumps(result, allow_nan=False))
     return 0
 

@@ -159,6 +159,17 @@ def test_peer_models_run_in_their_own_interpreter_and_are_scored_here(tmp_path):
     assert aim.loc["similarity.association_diff", "value"] == pytest.approx(0.0, abs=1e-9)
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="VmHWM is Linux's")
+def test_a_workers_peak_memory_is_its_own_not_its_parents():
+    """ru_maxrss survives fork + exec on Linux: a worker started by a large driver would read the driver's size."""
+    ballast = bytearray(400 * 2 ** 20)
+    ballast[:: 4096] = b"x" * len(ballast[:: 4096])  # touched: resident
+    probe = "from dpsynth.bench.worker import _peak_mb; print(_peak_mb())"
+    child = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert 5 < float(child.stdout) < 300  # the interpreter and NumPy-free imports, far below the 400 MB parent
+    del ballast
+
+
 def test_failed_killed_hung_and_memory_starved_workers_become_results():
     limits = {"time_s": 3.0, "memory_gb": 4.0}
     run = parse_spec(SMALL).runs[0].to_dict()
