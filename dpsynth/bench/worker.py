@@ -190,6 +190,7 @@ def _exit_with_parent(poll_s: float = 0.5) -> None:
     """Exit when the driver that started this worker dies (``kill -9`` leaves no one to stop us: the worker runs in
     its own session, so the driver's process group signal does not reach it, and its result would go nowhere)."""
     import os
+    import signal
     import threading
 
     # the runner names the parent it started us from: a driver killed before this line runs is caught too
@@ -199,6 +200,8 @@ def _exit_with_parent(poll_s: float = 0.5) -> None:
         while True:
             time.sleep(poll_s)
             if os.getppid() != parent:  # re-parented: the driver is gone
+                if os.getpgid(0) == os.getpid():  # we lead our group (the runner's own session): take a peer's
+                    os.killpg(0, signal.SIGKILL)  # interpreter or any other child with us
                 os._exit(3)
 
     threading.Thread(target=watch, name="dpsynth-parent-watch", daemon=True).start()
