@@ -273,7 +273,8 @@ def _canary_audit(adult, adult_schema, epsilon, match_marginals):
                                                           seed=0), adult, adult_schema, seed=0)
 
 
-@pytest.mark.parametrize("match_marginals", [True, False])
+@pytest.mark.parametrize("match_marginals", [True, pytest.param(False, marks=[  # the same audit, without the map
+    pytest.mark.slow(reason="a second audited fit, about 12 s"), pytest.mark.ci])])
 def test_black_box_canary_audit(adult_schema, adult, match_marginals):
     """One-run canary audit of the whole model (Steinke et al. 2023; tests/models/_canary.py): 40 real Adult rows,
     one per non-US country, each included w.p. 1/2 in a US-only base table; score = synthetic rows carrying the
