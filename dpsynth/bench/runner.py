@@ -47,6 +47,8 @@ _SCRATCH = "dpsynth-bench-"
 # The worker processes this driver has running (each in its own session): killed on an interrupt.
 _LIVE: set[subprocess.Popen] = set()
 _LIVE_LOCK = threading.Lock()
+# set by an interrupt: a worker process started after it (a thread between Popen and registering it) kills itself
+_STOPPING = threading.Event()
 
 
 def threads_per_worker(workers: int, cores: int | None = None) -> int:
@@ -77,7 +79,10 @@ def execute(run_dict: dict[str, Any], limits: dict[str, float], threads: int,
                                     preexec_fn=limit_memory, start_new_session=True)
             with _LIVE_LOCK:
                 _LIVE.add(proc)
+                stopping = _STOPPING.is_set()
             try:
+                if stopping:  # the interrupt came while this process was being started
+                    raise KeyboardInterrupt
                 proc.wait(timeout=time_s)
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
@@ -113,7 +118,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def kill_live_workers() -> int:
     """Kill every worker process this driver has running; return how many (the interrupt path)."""
-    with _LIVE_LOCK:
+    with _LIVE_LOCK:  # with the flag set under the lock, a process is either in _LIVE here or sees the flag
+        _STOPPING.set()
         live = list(_LIVE)
     for proc in live:
         try:
@@ -170,6 +176,7 @@ def run_bench(spec: BenchSpec, results: str | Path, *, workers: int = 1, executo
     elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise InputError(f"threads must be a positive integer. Found {threads!r}.")
     remove_stale_scratch()
+    _STOPPING.clear()
     with ResultStore(results) as store:
         pending, skipped = _pending(spec, store, retry_failed)
         counts = {"skipped": skipped}

@@ -170,6 +170,23 @@ def test_a_workers_peak_memory_is_its_own_not_its_parents():
     del ballast
 
 
+def test_a_worker_started_while_an_interrupt_is_handled_dies_at_once():
+    """The race behind Ctrl-C: a thread that starts its worker process just after the driver collected the live ones
+    must see the interrupt and kill its own process."""
+    from dpsynth.bench import runner
+
+    run = parse_spec(SMALL).runs[0].to_dict()
+    runner.kill_live_workers()  # the interrupt, with nothing registered yet
+    try:
+        start = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            execute(run, {"time_s": 60.0, "memory_gb": 4.0}, 1, command=[sys.executable, "-c",
+                                                                        "import time; time.sleep(60)"])
+        assert time.perf_counter() - start < 10 and not runner._LIVE
+    finally:
+        runner._STOPPING.clear()
+
+
 def test_failed_killed_hung_and_memory_starved_workers_become_results():
     limits = {"time_s": 3.0, "memory_gb": 4.0}
     run = parse_spec(SMALL).runs[0].to_dict()
