@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 _CHILD = r"""
-import json, resource, sys, time, warnings
+import json, sys, time, warnings
 warnings.simplefilter("ignore")
 import pandas as pd
 from dpsynth import datasets
@@ -43,12 +43,8 @@ else:
     model, data = cls(), pd.read_parquet(path)
 model.fit(data, epsilon=1.0, delta=1e-8, schema=datasets.schema("adult"), seed=0)
 fit = time.perf_counter() - start
-def _vmhwm_mb():  # this process's own peak (ru_maxrss would include the parent's, inherited through exec)
-    try:
-        return int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) / 1024
-    except (OSError, IndexError, ValueError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-peak = _vmhwm_mb()
+from dpsynth.bench.worker import peak_rss_mb  # VmHWM: ru_maxrss carries the parent's peak
+peak = peak_rss_mb()
 print(json.dumps({"fit_s": fit, "peak_mb": peak, "epsilon": model.ledger_.epsilon(),
                   "source": "file (duckdb)" if cls.reads_tables else "frame"}))
 """

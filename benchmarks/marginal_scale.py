@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 _CHILD = r"""
-import json, resource, sys, time, warnings
+import json, sys, time, warnings
 warnings.simplefilter("ignore")
 import pandas as pd
 from dpsynth import datasets
@@ -36,12 +36,8 @@ t = time.perf_counter()
 data = path if source.endswith("-file") else pd.read_parquet(path)
 m = get_model_class(model)(backend=backend).fit(data, epsilon=1.0, delta=1e-5, schema=schema, seed=0)
 fit = time.perf_counter() - t
-def _vmhwm_mb():  # this process's own peak (ru_maxrss would include the parent's, inherited through exec)
-    try:
-        return int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) / 1024
-    except (OSError, IndexError, ValueError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-peak = _vmhwm_mb()
+from dpsynth.bench.worker import peak_rss_mb  # VmHWM: ru_maxrss carries the parent's peak
+peak = peak_rss_mb()
 print(json.dumps({"rows": int(round(m.metadata_.n_rows)), "fit_s": fit, "peak_mb": peak,
                   "epsilon": m.ledger_.epsilon()}))
 """

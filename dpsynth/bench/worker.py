@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["prepare_data", "run"]
+__all__ = ["peak_rss_mb", "prepare_data", "run"]
 
 
 def prepare_data(run) -> tuple[Any, Any, Any, str | None]:
@@ -150,7 +150,7 @@ def _finite(value) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _peak_mb() -> float:
+def peak_rss_mb() -> float:
     """This process's peak resident memory in MB: VmHWM from /proc (Linux). Not ``ru_maxrss``, which a process
     started by fork + exec inherits from its parent (Linux keeps the pre-exec high-water mark), so every run would
     read at least the driver's size."""
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         result = {"status": "failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
                                                f" ({Path(where.filename).name}:{where.lineno})"}
     # a peer's interpreter ran beside this process (which waited for it): both count
-    result["peak_mb"] = _peak_mb() + float(result.pop("peer_peak_mb", 0.0) or 0.0)
+    result["peak_mb"] = peak_rss_mb() + float(result.pop("peer_peak_mb", 0.0) or 0.0)
     atomic_write_text(out, json.dumps(result, allow_nan=False))
     return 0
 

@@ -164,7 +164,7 @@ def test_a_workers_peak_memory_is_its_own_not_its_parents():
     """ru_maxrss survives fork + exec on Linux: a worker started by a large driver would read the driver's size."""
     ballast = bytearray(400 * 2 ** 20)
     ballast[:: 4096] = b"x" * len(ballast[:: 4096])  # touched: resident
-    probe = "from dpsynth.bench.worker import _peak_mb; print(_peak_mb())"
+    probe = "from dpsynth.bench.worker import peak_rss_mb; print(peak_rss_mb())"
     child = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert 5 < float(child.stdout) < 300  # the interpreter and NumPy-free imports, far below the 400 MB parent
     del ballast
