@@ -24,6 +24,7 @@ from torch.nn import functional as F
 
 from dpsynth.models.networks.autoencoder import activate, reconstruction_loss
 from dpsynth.models.phase import DPPhase
+from dpsynth.privacy.ghost import rowwise
 from dpsynth.privacy.per_example import input_gradient
 
 __all__ = ["train_autoencoder", "train_gan"]
@@ -49,12 +50,14 @@ def train_autoencoder(encoder: nn.Module, decoder: nn.Module, x: torch.Tensor, s
         with torch.no_grad():
             inputs: tuple[torch.Tensor, ...] = (encoder(x), x)
 
+        @rowwise  # reconstruction_loss reduces over the last axis only
         def loss(model_fn, z, target_row):
             return reconstruction_loss(model_fn(z), target_row, spans)
     else:
         module = _AutoEncoder(encoder, decoder)
         inputs = (x,)
 
+        @rowwise
         def loss(model_fn, row):
             return reconstruction_loss(model_fn(row), row, spans)
 
@@ -79,6 +82,7 @@ def train_gan(gen_net: nn.Module, decoder: nn.Module, critic: nn.Module, x: torc
         z = torch.randn(m, noise_dim, generator=generator)
         return activate(decoder(gen_net(z)), spans, gumbel_tau=tau, generator=generator)
 
+    @rowwise
     def real_term(model_fn, row):
         score = model_fn(row)
         return F.softplus(-score) if kind == "bce" else -score

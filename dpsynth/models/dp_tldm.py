@@ -45,6 +45,7 @@ from dpsynth.models.networks.diffusion import Denoiser, ddim_sample, noise_sched
 from dpsynth.models.networks.vae import TabularVAE
 from dpsynth.models.phase import DPPhase, budget_summary, choose_width, json_number
 from dpsynth.privacy.gdp import ledger_gdp_report
+from dpsynth.privacy.ghost import rowwise
 
 __all__ = ["DPTLDM"]
 
@@ -285,11 +286,14 @@ class DPTLDM(Synthesizer):
         self.category_weights_ = None if weights is None else CategoryWeights.from_dict(weights)
 
 
-# ---------------------------------------------------------------------- per-row losses (vmapped by the engine)
+# ---------------------------------------------------------------------- per-row losses (vmapped by the engine, or
+# called once on the batch by ghost clipping: they are row-wise, and the engine checks that)
+@rowwise
 def _vae_loss(model_fn, x: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
     return model_fn(x, noise)
 
 
+@rowwise
 def _diffusion_loss(model_fn, z0: torch.Tensor, t: torch.Tensor, ab_t: torch.Tensor, eps: torch.Tensor):
     a = ab_t.unsqueeze(-1)
     zt = a.sqrt() * z0 + (1 - a).sqrt() * eps

@@ -277,9 +277,9 @@ class DPSGD:
         if not batch or sizes != {len(idx)}:
             raise InputError(
                 f"every batch tensor must have {len(idx)} rows (the charged batch). Found {sorted(sizes)}.")
-        names = [n for n, p in self.module.named_parameters() if p.requires_grad]
-        total, stats = self._private_sum(per_example_loss, batch, idx)
         params = dict(self.module.named_parameters())
+        names = [n for n, p in params.items() if p.requires_grad]
+        total, stats = self._private_sum(per_example_loss, batch, idx)
         public = self._public_grads(public_loss, [params[n] for n in names])
         self.optimizer.zero_grad(set_to_none=True)
         for name, g_pub in zip(names, public):
@@ -361,7 +361,9 @@ class DPSGD:
         out = {}
         for n, g in total.items():
             if not self.non_private:
-                g = g + gaussian_noise(g.shape, self.config.noise_std, self.generator)
+                noise = gaussian_noise(g.shape, self.config.noise_std, self.generator)
+                # a fresh noise tensor of the sum's dtype takes the sum in place (one buffer less per step)
+                g = noise.add_(g) if noise.dtype == g.dtype else g + noise
             out[n] = g.div_(divisor)
         return out
 

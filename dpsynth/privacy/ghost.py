@@ -20,8 +20,9 @@ batch) or sparse gradients take the exact path below. LayerNorm's parameters are
 gradients cost no more than a ghost identity would, so they are not given one.
 
 ``a_p`` and ``g_p`` come from one pass: the example's loss is vmapped over the batch (so a loss written for one
-example runs as one batched forward), a forward hook on each ``nn.Linear`` adds a zero *probe* (one per example and
-call) to its output and records its input, and one ordinary backward pass of the summed losses gives each probe's
+example runs as one batched forward), each ``nn.Linear`` adds a zero *probe* (one per example and call) to its
+output, through its bias so that the matrix product absorbs the addition, and records its input (an embedding does
+both in a forward hook), and one ordinary backward pass of the summed losses gives each probe's
 gradient, which is ``g`` of its own example (example i's loss reads only probe i). Every other trainable parameter
 (LayerNorm, convolutions, a bare ``nn.Parameter``) gets its exact per-example gradient in the same
 backward pass, through a per-example copy of it, and its squared norm joins the linear layers' ghost norms, so each
@@ -44,12 +45,32 @@ from collections.abc import Callable
 import torch
 from torch import nn
 from torch.func import functional_call, vmap
+from torch.nn import functional as F
 
+from dpsynth.errors import PrivacyError
 from dpsynth.privacy.blocks import sum_in_blocks
 
-__all__ = ["GhostClipper", "GhostUnsupported", "ghost_clipped_sum", "ghost_applicable", "refuse_inside_ghost"]
+__all__ = ["GhostClipper", "GhostUnsupported", "ghost_clipped_sum", "ghost_applicable", "is_rowwise",
+           "refuse_inside_ghost", "rowwise"]
 
 _ACTIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("dpsynth_ghost_pass", default=False)
+_ROWWISE = "__dpsynth_rowwise__"
+_ROWWISE_CHECK_ROWS = 8
+
+
+def rowwise(per_example_loss: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """Mark a per-example loss as also computing a whole batch row by row: called on (B, ...) tensors it returns
+    the (B,) per-row losses, row i reading only row i of every input (``reduction="none"``, reductions over the
+    last axes only, no random draws inside: pass them as batch tensors). Ghost clipping then runs it once on the
+    batch instead of once per example under vmap. The mark is checked, not trusted: on the first batch of each
+    row shape the row-wise losses and per-row gradients must equal the vmapped ones, or a PrivacyError is raised
+    before any gradient is used. The exact per-example path ignores the mark. Returns the function itself."""
+    setattr(per_example_loss, _ROWWISE, True)
+    return per_example_loss
+
+
+def is_rowwise(per_example_loss) -> bool:
+    return bool(getattr(per_example_loss, _ROWWISE, False))
 
 
 class GhostUnsupported(Exception):
@@ -111,12 +132,13 @@ class GhostClipper:
                             if getattr(m, leaf, None) is not None}
         self.trainable_names = [n for n, p in module.named_parameters() if p.requires_grad]
         self._shapes: dict[tuple, dict[str, list[torch.Size]]] = {}
+        self._rowwise_checked: set[tuple] = set()
 
     def _run(self, probes, other, example, record, per_example_loss):
         """The example's loss with probes added to every linear output; ``record`` collects (name, input)."""
         calls = dict.fromkeys(self.layers, 0)
 
-        def hook_for(name):
+        def hook_for(name):  # an embedding: the probe is added to its output
             def hook(_module, inputs, output):
                 k = calls[name]
                 calls[name] += 1
@@ -124,9 +146,25 @@ class GhostClipper:
                 return output if probes is None else output + probes[name][k]
             return hook
 
-        handles = [m.register_forward_hook(hook_for(n)) for n, m in self.layers.items()]
+        def forward_for(name, layer):  # a linear layer: the probe joins its bias, so the addition is fused into
+            def forward(x):            # the matrix product (a separate addition under vmap cost a third of it)
+                k = calls[name]
+                calls[name] += 1
+                record.append((name, x))
+                if probes is None:
+                    return F.linear(x, layer.weight, layer.bias)
+                probe = probes[name][k]
+                return F.linear(x, layer.weight, probe if layer.bias is None else layer.bias + probe)
+            return forward
+
+        handles = []
         token = _ACTIVE.set(True)
         try:
+            for n, m in self.layers.items():
+                if isinstance(m, nn.Linear):
+                    m.forward = forward_for(n, m)  # an instance attribute: removed below (the class's forward again)
+                else:
+                    handles.append(m.register_forward_hook(hook_for(n)))
             if other:  # parameters outside the ghost layers are differentiated: pass them functionally
                 fixed = {n: p.detach() for n, p in self.module.named_parameters() if n not in other}
                 buffers = {n: b.detach() for n, b in self.module.named_buffers()}
@@ -140,7 +178,9 @@ class GhostClipper:
             _ACTIVE.reset(token)
             for h in handles:
                 h.remove()
-        return value.sum() if value.dim() else value
+            for m in self.layers.values():
+                m.__dict__.pop("forward", None)
+        return value
 
     def _probe_shapes(self, per_example_loss, batch) -> dict[str, list[torch.Size]]:
         """The output shape of every call of every linear layer, from one example (shapes do not depend on the
@@ -169,33 +209,92 @@ class GhostClipper:
         layers = self.layers
         n = int(batch[0].shape[0])
         shapes = self._probe_shapes(per_example_loss, batch)
-        params = dict(self.module.named_parameters())
+        params = dict(self.module.named_parameters()) if len(self.ghost_names) < len(self.trainable_names) else {}
         # one probe per example and call, and per-example copies of the other trainable parameters: leaves of an
-        # ordinary backward pass through the vmapped forward, whose gradients are then per-example by construction
+        # ordinary backward pass through the forward, whose gradients are then per-example by construction
         # (example i's loss reads only its own probe and its own copy)
-        probes = {name: [torch.zeros((n, *s), dtype=layers[name].weight.dtype, requires_grad=True)
-                         for s in shapes[name]] for name in layers}
+        probes = tuple(torch.zeros((n, *s), dtype=layers[name].weight.dtype, requires_grad=True)
+                       for name in layers for s in shapes[name])
         others = {name: params[name].detach().expand(n, *params[name].shape).clone().requires_grad_(True)
                   for name in self.trainable_names if name not in self.ghost_names}
-
-        def per_example(probes, other, *example):
-            record: list = []
-            value = self._run(probes, other, example, record, per_example_loss)
-            return value, {name: [a for m, a in record if m == name] for name in layers}
-
-        in_dims = (0, 0) + (0,) * len(batch)
-        losses, inputs = vmap(per_example, in_dims=in_dims, randomness="different")(probes, others, *batch)
-        leaves = [p for name in layers for p in probes[name]] + list(others.values())
+        if is_rowwise(per_example_loss) and not others:
+            self._check_rowwise(per_example_loss, batch, shapes)
+            losses, order, recorded = self._rowwise_forward(per_example_loss, batch, shapes, probes)
+        else:
+            losses, order, recorded = self._vmapped_forward(per_example_loss, batch, shapes, probes, others)
+        leaves = [*probes, *others.values()]
         grads = torch.autograd.grad(losses.sum(), leaves, allow_unused=True) if leaves else []
         grads = [torch.zeros_like(leaf) if g is None else g for leaf, g in zip(leaves, grads)]
         g_probes, k = {}, 0
         for name in layers:
-            g_probes[name] = grads[k:k + len(probes[name])]
-            k += len(probes[name])
+            g_probes[name] = grads[k:k + len(shapes[name])]
+            k += len(shapes[name])
         g_other = dict(zip(others, grads[k:]))
-        inputs = {name: [a.detach() for a in values] for name, values in inputs.items()}
+        inputs: dict[str, list[torch.Tensor]] = {name: [] for name in layers}
+        for name, a in zip(order, recorded):
+            inputs[name].append(a.detach())
         return _clip_and_keep(layers, self.trainable_names, shapes, inputs, g_probes, g_other, losses.detach(),
                               max_norm, n)
+
+    def _split(self, flat_probes, shapes) -> dict[str, list[torch.Tensor]]:
+        calls = iter(flat_probes)
+        return {name: [next(calls) for _ in shapes[name]] for name in self.layers}
+
+    def _vmapped_forward(self, per_example_loss, batch, shapes, probes, others):
+        """(B,) losses, the layer of each recorded input and the recorded (B, ...) inputs, the loss run per example
+        under vmap. Probes and recorded inputs cross vmap as flat tuples: vmap flattens its arguments and results
+        as trees on every call, and for a dict of lists that cost as much as a layer's matrix product."""
+        order: list[str] = []  # the function runs once under vmap
+
+        def per_example(flat_probes, other, *example):
+            record: list = []
+            value = self._run(self._split(flat_probes, shapes), other, example, record, per_example_loss)
+            order[:] = [name for name, _ in record]
+            return (value.sum() if value.dim() else value), tuple(a for _, a in record)
+
+        in_dims = (0, 0) + (0,) * len(batch)
+        losses, recorded = vmap(per_example, in_dims=in_dims, randomness="different")(probes, others, *batch)
+        return losses, order, recorded
+
+    def _rowwise_forward(self, per_example_loss, batch, shapes, probes):
+        """The same as :meth:`_vmapped_forward` for a :func:`rowwise` loss: one call on the whole batch (vmap's
+        per-operation cost, a fifth of an MLP step at batch 256, is not paid)."""
+        record: list = []
+        value = self._run(self._split(probes, shapes), {}, batch, record, per_example_loss)
+        n = int(batch[0].shape[0])
+        if value.dim() == 0 or value.shape[0] != n:
+            raise PrivacyError(f"a rowwise loss must return one value per row ({n}) of its batch. "
+                               f"Found shape {tuple(value.shape)}.")
+        return value.reshape(n, -1).sum(dim=1), [name for name, _ in record], tuple(a for _, a in record)
+
+    def _check_rowwise(self, per_example_loss, batch, shapes):
+        """Once per loss and row shape: on the first rows of the batch, the row-wise call must give the per-example
+        losses and probe gradients of the vmapped call. A loss that mixes rows (a batch mean, a softmax over the
+        batch axis) or draws random numbers inside fails here, before any of its gradients is used."""
+        key = (per_example_loss, tuple((tuple(t.shape[1:]), t.dtype) for t in batch))
+        if key in self._rowwise_checked:
+            return
+        rows = tuple(t[:_ROWWISE_CHECK_ROWS] for t in batch)
+        m = int(rows[0].shape[0])
+        results = []
+        for forward in (self._rowwise_forward, lambda *a: self._vmapped_forward(*a, {})):
+            probes = tuple(torch.zeros((m, *s), dtype=self.layers[name].weight.dtype, requires_grad=True)
+                           for name in self.layers for s in shapes[name])
+            losses, order, recorded = forward(per_example_loss, rows, shapes, probes)
+            grads = torch.autograd.grad(losses.sum(), probes, allow_unused=True)
+            inputs = [a.detach().to(torch.float64) for _, a in sorted(zip(order, recorded), key=lambda r: r[0])]
+            results.append([losses.detach(), *inputs,
+                            *(torch.zeros_like(p) if g is None else g for p, g in zip(probes, grads))])
+        row_wise, vmapped = results
+        same = len(row_wise) == len(vmapped) and all(
+            a.shape == b.shape and torch.allclose(a, b, rtol=1e-4, atol=1e-5 * (1.0 + _largest(b)))
+            for a, b in zip(row_wise, vmapped))
+        if not same:
+            raise PrivacyError(
+                f"the loss {getattr(per_example_loss, '__qualname__', per_example_loss)!r} is marked rowwise but its "
+                f"batched values differ from its per-example values (it mixes rows or draws random numbers inside): "
+                f"remove the mark or pass the random draws as batch tensors.")
+        self._rowwise_checked.add(key)
 
 
 def ghost_clipped_sum(
@@ -230,6 +329,11 @@ def _clip_and_keep(layers, trainable_names, shapes, inputs, g_probes, g_other, l
         a = _positions([x.reshape(n, -1, m.in_features) for x in inputs[name]])  # (B, P, in)
         g = _positions([y.reshape(n, -1, m.out_features) for y in g_probes[name]])  # (B, P, out)
         stacked[name] = (a, g)
+        if a.shape[1] == 1:  # one call per example: |a|^2 |g|^2, plus |g|^2 for the bias, in a few kernels
+            g2 = torch.linalg.vecdot(g, g).squeeze(1)
+            a2 = torch.linalg.vecdot(a, a).squeeze(1)
+            squared = squared.addcmul_(a2.add_(1.0) if m.bias is not None else a2, g2)
+            continue
         squared = squared + _weight_norm2(a, g)
         if m.bias is not None:
             squared = squared + g.sum(dim=1).pow(2).sum(dim=1)
@@ -257,13 +361,20 @@ def _clip_and_keep(layers, trainable_names, shapes, inputs, g_probes, g_other, l
             scaled = (g * factors[:, None, None]).reshape(-1, m.embedding_dim)
             total[weight] = torch.zeros_like(m.weight).index_add_(0, a.reshape(-1), scaled)
             continue
-        scaled = (g * factors[:, None, None]).reshape(-1, m.out_features)  # (B P, out)
-        total[weight] = scaled.T @ a.reshape(-1, m.in_features)  # book-keeping: (c * G)^T A, one matrix product
-        if m.bias is not None:
-            total[bias] = scaled.sum(dim=0)
+        # book-keeping: sum_i c_i G_i^T A_i is one matrix product, with the factors on the narrower side
+        if m.in_features < m.out_features:
+            total[weight] = g.reshape(-1, m.out_features).T @ (a * factors[:, None, None]).reshape(-1, m.in_features)
+        else:
+            total[weight] = (g * factors[:, None, None]).reshape(-1, m.out_features).T @ a.reshape(-1, m.in_features)
+        if m.bias is not None:  # sum_i c_i sum_p g_ip
+            total[bias] = factors @ (g[:, 0] if g.shape[1] == 1 else g.sum(dim=1))
     for name, g in g_other.items():
         total[name] = torch.tensordot(factors, g, dims=1)
     return {name: total[name] for name in trainable_names}, norms, losses  # the module's parameter order
+
+
+def _largest(x: torch.Tensor) -> float:
+    return float(x.abs().max()) if x.numel() else 0.0
 
 
 def _positions(parts: list[torch.Tensor]) -> torch.Tensor:

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from dpsynth.errors import InputError
+from dpsynth.errors import InputError, PrivacyError
 from dpsynth.privacy.dpsgd import DPSGD, DPSGDConfig
-from dpsynth.privacy.ghost import GhostClipper, GhostUnsupported, ghost_applicable, ghost_clipped_sum
+from dpsynth.privacy.ghost import GhostClipper, GhostUnsupported, ghost_applicable, ghost_clipped_sum, rowwise
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.per_example import clipped_sum, input_gradient
 
@@ -218,3 +218,78 @@ def test_blocks_add_up_to_the_whole_batch():
     torch.testing.assert_close(part_norms, whole_norms)
     for name in whole:
         torch.testing.assert_close(parts[name], whole[name], rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- row-wise losses (one batched call)
+@rowwise
+def _rowwise_bce(model_fn, x, y):
+    return nn.functional.binary_cross_entropy_with_logits(model_fn(x).squeeze(-1), y, reduction="none")
+
+
+@rowwise
+def _rowwise_critic(model_fn, real, fake):  # a sequence per example, two calls of every layer
+    return model_fn(fake).mean(dim=(-2, -1)) - model_fn(real).mean(dim=(-2, -1))
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_a_rowwise_loss_runs_once_on_the_batch_and_equals_the_exact_path(bias, monkeypatch):
+    torch.manual_seed(3)
+    module = nn.Sequential(nn.Linear(9, 16, bias=bias), nn.Tanh(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1))
+    x, y = torch.randn(70, 9) * 2, (torch.rand(70) > 0.5).float()
+    clipper = GhostClipper(module)
+    clipper(_rowwise_bce, (x[:10], y[:10]), 0.5)  # the first batch of this shape is checked against vmap ...
+    import dpsynth.privacy.ghost as ghost_mod
+
+    def no_vmap(*args, **kwargs):
+        raise AssertionError("a checked rowwise loss must not be vmapped")
+
+    monkeypatch.setattr(ghost_mod, "vmap", no_vmap)  # ... later batches run as one call
+    ghost, norms, losses = clipper(_rowwise_bce, (x, y), 0.5)
+    exact, exact_norms, exact_losses = clipped_sum(module, _rowwise_bce, (x, y), 0.5)
+    torch.testing.assert_close(norms, exact_norms, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(losses, exact_losses, rtol=1e-5, atol=1e-6)
+    for name in exact:
+        torch.testing.assert_close(ghost[name], exact[name], rtol=1e-4, atol=1e-5)
+
+
+def test_a_rowwise_loss_with_sequences_and_several_calls_equals_the_exact_path():
+    torch.manual_seed(4)
+    module = nn.Sequential(nn.Linear(4, 4), nn.GELU(), nn.Linear(4, 2))
+    real, fake = torch.randn(30, 12, 4), torch.randn(30, 12, 4)
+    _assert_same(module, _rowwise_critic, (real, fake), max_norm=0.3)
+
+
+@pytest.mark.parametrize("mixing", ["batch mean", "softmax over the batch", "random draw"])
+def test_a_loss_wrongly_marked_rowwise_is_refused_before_any_gradient(mixing):
+    """Each loss below is a correct per-example loss (the exact path and vmap compute it right) but not row-wise:
+    called on a batch it mixes rows or draws different noise, so its row-wise probe gradients would not be the
+    examples' own; the check refuses it."""
+    def loss(model_fn, x, y):
+        z = model_fn(x)  # two logits per example
+        if mixing == "batch mean":  # one example: its own feature mean; a batch: the column means
+            return nn.functional.binary_cross_entropy_with_logits(z[..., 0] - x.mean(dim=0).sum(), y,
+                                                                  reduction="none")
+        if mixing == "softmax over the batch":  # one example: over its two logits; a batch: over the rows
+            return -torch.log_softmax(z, dim=0)[..., 0] * y
+        return nn.functional.binary_cross_entropy_with_logits(z[..., 0] + 0.1 * torch.randn(z[..., 0].shape), y,
+                                                              reduction="none")
+
+    torch.manual_seed(5)
+    module = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 2))
+    x, y = torch.randn(20, 6), (torch.rand(20) > 0.5).float()
+    clipped_sum(module, loss, (x, y), 1.0)  # a valid per-example loss
+    with pytest.raises(PrivacyError, match="marked rowwise"):
+        ghost_clipped_sum(module, rowwise(loss), (x, y), 1.0)
+
+
+def test_a_rowwise_loss_must_return_one_value_per_row():
+    module = nn.Sequential(nn.Linear(3, 1))
+    with pytest.raises(PrivacyError, match="one value per row"):
+        ghost_clipped_sum(module, rowwise(lambda model_fn, x: model_fn(x).sum()), (torch.randn(10, 3),), 1.0)
+
+
+def test_a_rowwise_mark_is_ignored_where_the_model_has_parameters_outside_linear_layers():
+    """LayerNorm's per-example copies need vmap: the mark changes nothing there (and nothing is refused)."""
+    torch.manual_seed(6)
+    module = nn.Sequential(nn.Linear(5, 8), nn.LayerNorm(8), nn.Linear(8, 1))
+    _assert_same(module, _rowwise_bce, (torch.randn(15, 5), (torch.rand(15) > 0.5).float()), max_norm=0.4)
