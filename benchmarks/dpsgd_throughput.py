@@ -15,26 +15,20 @@ Opacus computes per-sample gradients with layer hooks in one backward pass; a lo
 gradient (the WGAN-GP penalty) cannot be clipped per example that way, so Opacus' row for (c) is step (b) — a
 cheaper and weaker step (marked *).
 
-Measured 2026-11-23 on the 2-core CPU (load average < 1 at the start, nothing else running), torch 2.13,
-opacus 1.6.0: ``python benchmarks/dpsgd_throughput.py --repeats 3 --threads 2``
+Measured 2026-11-27 on the idle 2-core VM, torch 2.13, opacus 1.6.0 (examples per second; the losses below are
+marked row-wise, so ghost clipping calls them once per batch):
+``python benchmarks/dpsgd_throughput.py --batches 64 256 1024 4096 --repeats 5 --threads 2``
 
-    model    batch | dpsynth ex/s opacus ex/s ratio | dpsynth ex/cpu-s opacus ex/cpu-s ratio | dpsynth MB opacus MB
-    mlp         64 |         4557        2275  2.00 |             2289            1143  2.00 |       44.9      56.2
-    mlp        256 |         4862        2057  2.36 |             2433            1054  2.31 |       60.7     140.2
-    mlp       1024 |         5244        1983  2.64 |             2635            1112  2.37 |       58.9     535.0
-    wgan        64 |         5077        4808  1.06 |             2552            2412  1.06 |       35.1      54.7
-    wgan       256 |         5237        2005  2.61 |             2731            1027  2.66 |       66.2     140.2
-    wgan      1024 |         5976        2189  2.73 |             2991            1216  2.46 |       76.1     537.4
-    wgan-gp     64 |          990        3659  0.27 |              499            1848  0.27 |      136.2      55.0  *
-    wgan-gp    256 |         1379        2153  0.64 |              698            1097  0.64 |      139.5     193.9  *
-    wgan-gp   1024 |         1529        2039  0.75 |              772            1126  0.69 |      179.7     537.1  *
+    model    batch | nonprivate  dpsynth-ghost  dpsynth-exact  opacus-ghost | ghost/nonpriv  ghost/opacus-ghost
+    mlp         64 |      73179          34363           7251         20841 |          0.47                1.65
+    mlp        256 |     155178          90193           6725         56850 |          0.58                1.59
+    mlp       1024 |     258800         188514           9289        111931 |          0.73                1.68
+    mlp       4096 |     283015         230401          13242        143627 |          0.81                1.60
+    wgan       256 |      84728          58591           7425           n/a |          0.69
+    denoiser   256 |     189149         126523          16171         77032 |          0.67                1.64
 
-The ``wgan`` rows are the like-for-like GAN comparison (the same critic step in both libraries). (*) Opacus' row
-is the real term only (it cannot clip the penalty per example): not the same step. Absolute rates vary between
-days on this virtual machine (the same command on 2026-11-22 gave 14.7k-15.6k MLP ex/s for dpsynth and 7.1k-8.6k
-for Opacus, ratios 1.72 / 1.89 / 2.21); the ratios, measured in one interleaved run, are the comparison. An
-earlier run on the shared machine (load average 8-14, ``--threads 1``) gave MLP ratios 1.24 / 1.84 / 2.82: small
-batches suffer most from contention.
+Absolute rates move by up to 30% between runs on this virtual machine; the ratios come from one interleaved run.
+Before row-wise losses (vmapped ghost pass) the MLP ratios to Opacus' ghost mode were 1.32 / 1.41 / 1.50 / 1.38.
 """
 
 from __future__ import annotations

@@ -233,6 +233,24 @@ def test_attention_critic_has_a_gradient_penalty_and_no_batch_statistics():
     assert generator(torch.randn(5, 4), torch.randn(5, 2)).shape == (5, 9)
 
 
+def test_the_written_out_attention_softmax_equals_torch_softmax_in_value_and_gradients():
+    """Values, first and second derivatives (the penalty's double backward) equal torch.softmax's, also for scores
+    large enough to overflow exp without the shift."""
+    from dpsynth.models.networks.ctgan import _softmax_last
+
+    torch.manual_seed(1)
+    scores = (torch.randn(3, 2, 15, 15, dtype=torch.float64) * 40.0 + 300.0).requires_grad_(True)
+    weights = torch.randn(3, 2, 15, 15, dtype=torch.float64)
+    ours, theirs = _softmax_last(scores), torch.softmax(scores, dim=-1)
+    torch.testing.assert_close(ours, theirs)
+    g_ours, = torch.autograd.grad((ours * weights).sum(), scores, create_graph=True)
+    g_theirs, = torch.autograd.grad((theirs * weights).sum(), scores, create_graph=True)
+    torch.testing.assert_close(g_ours, g_theirs)
+    h_ours, = torch.autograd.grad(g_ours.pow(2).sum(), scores)
+    h_theirs, = torch.autograd.grad(g_theirs.pow(2).sum(), scores)
+    torch.testing.assert_close(h_ours, h_theirs)
+
+
 def test_dp_sactgan_single_discriminator_is_accounted_at_q_one(small, adult_schema):
     """n_shards=1 (seed 000's one discriminator on all rows): no amplification, the plain Gaussian of multiplier
     sigma / sqrt(B) per step, with a warning; the calibration then needs far more noise than with shards."""

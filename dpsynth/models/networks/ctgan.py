@@ -80,9 +80,17 @@ class _AttentionLayer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n, t, d = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(n, t, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        weights = torch.softmax(q @ k.transpose(-2, -1) / self.head_dim**0.5, dim=-1)
+        weights = _softmax_last(q @ k.transpose(-2, -1) / self.head_dim**0.5)
         x = x + self.proj((weights @ v).transpose(1, 2).reshape(n, t, d))
         return x + self.ffn(self.norm2(x))
+
+
+def _softmax_last(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis, written out: torch 2.13's CPU softmax kernel takes 5x longer than these three
+    operations when that axis is short and not a multiple of the vector width (15 column tokens: half of
+    DP-SACTGAN's sampling time). Shifting by the detached row maximum changes neither the value nor the gradient."""
+    weights = (scores - scores.amax(dim=-1, keepdim=True).detach()).exp()
+    return weights / weights.sum(dim=-1, keepdim=True)
 
 
 class _ColumnAttention(nn.Module):
