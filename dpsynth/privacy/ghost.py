@@ -217,8 +217,7 @@ class GhostClipper:
                        for name in layers for s in shapes[name])
         others = {name: params[name].detach().expand(n, *params[name].shape).clone().requires_grad_(True)
                   for name in self.trainable_names if name not in self.ghost_names}
-        if is_rowwise(per_example_loss) and not others:
-            self._check_rowwise(per_example_loss, batch, shapes)
+        if is_rowwise(per_example_loss) and not others and self._rowwise_checked_on(per_example_loss, batch, shapes):
             losses, order, recorded = self._rowwise_forward(per_example_loss, batch, shapes, probes)
         else:
             losses, order, recorded = self._vmapped_forward(per_example_loss, batch, shapes, probes, others)
@@ -267,15 +266,19 @@ class GhostClipper:
                                f"Found shape {tuple(value.shape)}.")
         return value.reshape(n, -1).sum(dim=1), [name for name, _ in record], tuple(a for _, a in record)
 
-    def _check_rowwise(self, per_example_loss, batch, shapes):
+    def _rowwise_checked_on(self, per_example_loss, batch, shapes) -> bool:
         """Once per loss and row shape: on the first rows of the batch, the row-wise call must give the per-example
-        losses and probe gradients of the vmapped call. A loss that mixes rows (a batch mean, a softmax over the
-        batch axis) or draws random numbers inside fails here, before any of its gradients is used."""
+        losses, recorded inputs and probe gradients of the vmapped call. A loss that mixes rows (a batch mean, a
+        softmax over the batch axis) or draws random numbers inside fails here, before any of its gradients is
+        used. A block of fewer than 2 rows cannot show mixing: it runs vmapped and the check waits for a larger one.
+        """
         key = (per_example_loss, tuple((tuple(t.shape[1:]), t.dtype) for t in batch))
         if key in self._rowwise_checked:
-            return
+            return True
         rows = tuple(t[:_ROWWISE_CHECK_ROWS] for t in batch)
         m = int(rows[0].shape[0])
+        if m < 2:
+            return False
         results = []
         for forward in (self._rowwise_forward, lambda *a: self._vmapped_forward(*a, {})):
             probes = tuple(torch.zeros((m, *s), dtype=self.layers[name].weight.dtype, requires_grad=True)
@@ -295,6 +298,7 @@ class GhostClipper:
                 f"batched values differ from its per-example values (it mixes rows or draws random numbers inside): "
                 f"remove the mark or pass the random draws as batch tensors.")
         self._rowwise_checked.add(key)
+        return True
 
 
 def ghost_clipped_sum(

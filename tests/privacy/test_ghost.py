@@ -278,8 +278,10 @@ def test_a_loss_wrongly_marked_rowwise_is_refused_before_any_gradient(mixing):
     module = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 2))
     x, y = torch.randn(20, 6), (torch.rand(20) > 0.5).float()
     clipped_sum(module, loss, (x, y), 1.0)  # a valid per-example loss
+    clipper = GhostClipper(module)
+    clipper(rowwise(loss), (x[:1], y[:1]), 1.0)  # one row cannot show mixing: run vmapped, nothing marked checked
     with pytest.raises(PrivacyError, match="marked rowwise"):
-        ghost_clipped_sum(module, rowwise(loss), (x, y), 1.0)
+        clipper(loss, (x, y), 1.0)
 
 
 def test_a_rowwise_loss_must_return_one_value_per_row():
