@@ -342,11 +342,13 @@ def _cmd_fit(args) -> int:
 
 def _counted_in_engine(args, model_cls, schema, dtypes: str) -> bool:
     """``dpsynth fit FILE --backend duckdb|spark``: the model reads the file in the engine (a file, not a bundled
-    dataset; Parquet, or CSV with the default separator and a ``--schema``: a CSV without one is read by pandas, as
-    text, for DP discovery with private dtypes)."""
+    dataset; Parquet, or CSV with the default separator: without a ``--schema``, the engine runs DP discovery with
+    private dtypes on the CSV's text as pandas would). A Parquet file with ``--dtypes private`` is read by pandas,
+    as text."""
     from dpsynth.datasets import REGISTRY
 
-    return (args.backend in ("duckdb", "spark") and (schema is not None or dtypes == "public")
+    is_csv = any(s.lower() in (".csv", ".tsv") for s in Path(args.data).suffixes)
+    return (args.backend in ("duckdb", "spark") and (schema is not None or dtypes == "public" or is_csv)
             and model_cls.reads_tables and args.sep is None and args.data not in REGISTRY
             and Path(args.data).exists())
 
@@ -360,11 +362,13 @@ def _plan_of(train, backend, **budget):
         return plan_discovery(train, **budget)
     if backend == "spark":
         return None
-    from dpsynth.marginals.tables import DuckDBTable, SQLColumns
+    from dpsynth.marginals.tables import DuckDBTable, discovery_source
 
     table = DuckDBTable(train)
     try:
-        return plan_discovery(SQLColumns(table), **budget)
+        if table.text_csv:
+            budget["dtypes"] = "private"  # a CSV has no column types: the engine discovers them as pandas would
+        return plan_discovery(discovery_source(table), **budget)
     finally:
         table.close()
 

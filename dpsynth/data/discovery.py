@@ -59,7 +59,7 @@ composes the phase with training phases (PLD/RDP), so the final epsilon is that 
 
 **Allocation: the metadata budget goes where it is needed** (:class:`Allocation`). The queries run in two stages.
 Stage 1 asks what each column is: the row count and each numeric column's bounds (weight 1), and for each text
-column a *profile* (weight 1/4, twice the noise sd; :func:`text_profile`): its noisy mass of rows beyond a quarter
+column a *profile* (weight 1/4, twice the noise sd; :func:`profile_counts`): its noisy mass of rows beyond a quarter
 of the release threshold, per value. An identifier, free text, dates stored as text or an all-missing column have
 none, and are excluded there; so is a numeric column with too few values to bound. Stage 2 runs one histogram (or
 partition selection) per column still in, at the sigma that spends exactly what the phase has left: on a table
@@ -89,7 +89,7 @@ from dp_accounting import dp_event
 from scipy.stats import norm
 
 from dpsynth.data.frame import categorical_codes, check_frame
-from dpsynth.data.inference import infer_schema
+from dpsynth.data.inference import ID_LIKE_RATIO, infer_schema
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
 from dpsynth.data.text import DTYPE_MODES, infer_text_dtypes, parse_numbers
@@ -501,7 +501,7 @@ class FrameColumns:
         return series.dropna().value_counts(sort=False).to_dict(), int(series.isna().sum())
 
     def frequent_mass(self, name, cut: float) -> tuple[float, int]:
-        """(sum over values of max(rows - cut, 0), number of missing cells): the cells of :func:`text_profile`."""
+        """(sum over values of max(rows - cut, 0), number of missing cells): the cells of :func:`profile_counts`."""
         counts, missing = self.value_counts(name)
         return float(np.clip(np.fromiter(counts.values(), float, len(counts)) - cut, 0, None).sum()), missing
 
@@ -567,14 +567,6 @@ def discover(source, ledger: PrivacyLedger, share: float, rng) -> tuple[Schema, 
     return Schema(tuple(columns), provenance="dp", excluded=excluded), DPMetadata(n_rows, hists, sigma=sigma)
 
 
-def text_profile(series: pd.Series, n_rows: float, alloc: Allocation, plan: DiscoveryPlan | None, rng) -> bool:
-    """:func:`profile_counts` of a pandas column."""
-    if plan is None:  # non-private: partition selection releases every value exactly
-        return True
-    mass, missing = FrameColumns(series.to_frame()).frequent_mass(series.name, plan.profile_cut)
-    return profile_counts(str(series.name), mass, missing, n_rows, alloc, plan, rng)
-
-
 def profile_counts(name: str, mass: float, missing: int, n_rows: float, alloc: Allocation, plan: DiscoveryPlan,
                    rng) -> bool:
     """Stage 1 for a text column: is any value frequent enough to be worth a partition selection?
@@ -598,26 +590,15 @@ def profile_counts(name: str, mass: float, missing: int, n_rows: float, alloc: A
     return False
 
 
-def discover_categorical(series, n_rows, ledger, sigma, threshold, selection_delta, rng, *,
-                          nullable: bool | None = None, dtype: str | None = None):
-    """The stage-2 release of a pandas column read as categorical: a bool column's histogram, or
-    :func:`select_categories` of a text column."""
-    name = str(series.name)
-    if pd.api.types.is_bool_dtype(series.dtype):
-        # numpy bool cannot hold a missing value; pandas' nullable "boolean" can (nullable from the dtype)
-        col = Column(name, "binary", nullable=_can_hold_missing(series) if nullable is None else nullable,
-                     categories=(False, True), dtype=str(series.dtype))
-        return col, histogram_categorical(series, col, ledger, sigma, rng)
-    key_counts, missing = FrameColumns(series.to_frame()).value_counts(series.name)
-    return select_categories(name, key_counts, missing, n_rows, ledger, sigma, threshold, selection_delta, rng,
-                             nullable=True if nullable is None else nullable,
-                             dtype=_dtype(series) if dtype is None else dtype)
-
-
 def select_categories(name: str, key_counts: dict, n_missing: int, n_rows, ledger, sigma, threshold,
                       selection_delta, rng, *, nullable: bool, dtype: str | None):
     """Gaussian partition selection of a text column's values, with its missing count: (Column, histogram), or
-    (None, None) when no value is released (warned). ``key_counts``: {value: rows} of the present values."""
+    (None, None) when no value is released (warned). ``key_counts``: {value: rows} of the present values. Without
+    noise (the non-private mode, where every value would be kept) an ID-like column is excluded by the rule of
+    :func:`~dpsynth.data.inference.infer_schema`."""
+    if sigma == 0 and len(key_counts) > max(50, ID_LIKE_RATIO * n_rows):
+        warn_excluded(name, "its values are nearly all distinct (ID-like)", "declare its categories in a schema")
+        return None, None
     ledger.spend(dp_event.GaussianDpEvent(sigma), phase=PHASE, mechanism=f"partition selection {name}",
                  extra_delta=selection_delta, sensitivity=1.0, sigma=sigma, threshold=threshold)
     # the values in a fixed order, so each value's noise draw does not depend on row order or on the engine
@@ -681,7 +662,10 @@ def numeric_bounds(source, name, ledger, sigma: float, rng) -> Column | None:
 
 
 def noise_floor(sigma: float, noisy: np.ndarray) -> float:
-    """A count that pure noise on any of the ``len(noisy)`` bins exceeds with probability ``_SPURIOUS``."""
+    """A count that pure noise on any of the ``len(noisy)`` bins exceeds with probability ``_SPURIOUS``; without
+    noise (the non-private mode), one half: a cell with one row clears it, an empty one does not."""
+    if sigma == 0:
+        return 0.5
     return sigma * float(norm.isf(_SPURIOUS / len(noisy)))
 
 

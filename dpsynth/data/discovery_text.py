@@ -13,19 +13,21 @@ import pandas as pd
 from dpsynth.data.discovery import (
     MIXED_ZERO_SHARE,
     Allocation,
+    FrameColumns,
     check_feasible,
-    discover_categorical,
     dp_bounds,
     floored_counts,
     geometric_grid,
-    histogram_numeric,
     noise_floor,
+    noisy_numeric_histogram,
     noisy_row_count,
+    numeric_cells,
     numeric_counts,
     plan_for_ledger,
+    profile_counts,
     public_grid,
+    select_categories,
     spend_metadata,
-    text_profile,
 )
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
@@ -34,34 +36,78 @@ from dpsynth.errors import InputError
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.mechanisms import gaussian_counts, selection_threshold
 
-__all__ = ["discover_private_dtypes"]
+__all__ = ["discover_private_dtypes", "TextFrameColumns"]
 
 _FIXED_DTYPES = {"integer": "Int64", "continuous": "float64", "mixed": "float64", "categorical": "str",
                  "binary": "str"}
 
 
-def discover_private_dtypes(data: pd.DataFrame, ledger: PrivacyLedger, share: float, rng
-                             ) -> tuple[Schema, DPMetadata]:
-    """DP discovery on a text frame, in the two stages of :class:`~dpsynth.data.discovery.Allocation`. Stage 1:
-    the row count, one kind-and-bounds query per column and, for the columns it finds to be text, a profile query
-    (:func:`~dpsynth.data.discovery.text_profile`). Stage 2: one query per column still in (the shape histogram, or
-    partition selection with the missing count), at the sigma the rest of the budget allows. The plan assumes every
-    column may be text (k profiles), so sigma is fixed before any query is answered; what stage 1 does not use goes
-    to stage 2."""
-    plan = plan_for_ledger(data, ledger, share, "private")
+class TextFrameColumns:
+    """What private-dtype discovery reads of a text frame (:func:`dpsynth.data.text.as_text`): the exact counts of
+    each query, which :func:`discover_private_dtypes` adds noise to. A CSV file held by an SQL engine answers the
+    same queries in SQL (:class:`dpsynth.marginals.tables.SQLTextColumns`), so the same counts give the same
+    release. Each method's counts are one query of L2 sensitivity 1 under add/remove-one-row (the module docstring
+    of :mod:`dpsynth.data.discovery`)."""
+
+    def __init__(self, frame: pd.DataFrame):
+        self.frame = frame
+        self.names = list(frame.columns)
+        self._numbers: dict = {}  # name -> the column's numbers (NaN: missing or text), kept for the stage-2 query
+
+    def row_count(self) -> int:
+        return len(self.frame)
+
+    def column_type(self, name) -> str:
+        return "text"  # every cell is text; the kinds are what discovery decides
+
+    def kind_cells(self, name) -> np.ndarray:
+        """The cells of the kind-and-bounds query: integer-valued numbers by decade, other numbers by decade, exact
+        zeros, missing cells, text cells (each cell in exactly one)."""
+        numbers, is_text, is_missing = parse_numbers(self.frame[name])
+        self._numbers[name] = numbers
+        edges = geometric_grid()
+        present = numbers[np.isfinite(numbers)]
+        zero = present == 0
+        integral = np.mod(present, 1) == 0
+        int_counts, _, _ = numeric_counts(present[integral & ~zero], edges, ())
+        frac_counts, _, _ = numeric_counts(present[~integral], edges, ())
+        return np.concatenate([int_counts, frac_counts, [zero.sum(), is_missing.sum(), is_text.sum()]])
+
+    def number_cells(self, col: Column, edges) -> np.ndarray:
+        """The shape histogram's cells of a numeric column (text tokens count as missing)."""
+        numbers = self._numbers.pop(col.name, None)
+        if numbers is None:
+            numbers = parse_numbers(self.frame[col.name])[0]
+        return numeric_cells(pd.Series(numbers), col, edges)
+
+    def value_counts(self, name) -> tuple[dict, int]:
+        return FrameColumns(self.frame[[name]]).value_counts(name)
+
+    def frequent_mass(self, name, cut: float) -> tuple[float, int]:
+        return FrameColumns(self.frame[[name]]).frequent_mass(name, cut)
+
+
+def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng) -> tuple[Schema, DPMetadata]:
+    """DP discovery on a text frame (or a :class:`TextFrameColumns`-like source: an engine's text CSV), in the
+    two stages of :class:`~dpsynth.data.discovery.Allocation`. Stage 1: the row count, one kind-and-bounds query
+    per column and, for the columns it finds to be text, a profile query
+    (:func:`~dpsynth.data.discovery.profile_counts`). Stage 2: one query per column still in (the shape histogram,
+    or partition selection with the missing count), at the sigma the rest of the budget allows. The plan assumes
+    every column may be text (k profiles), so sigma is fixed before any query is answered; what stage 1 does not
+    use goes to stage 2."""
+    if isinstance(source, pd.DataFrame):
+        source = TextFrameColumns(source)
+    plan = plan_for_ledger(source, ledger, share, "private")
     alloc = Allocation(ledger, share, plan)
-    n_rows = noisy_row_count(data, alloc, alloc.sigma(), rng)
+    n_rows = noisy_row_count(source, alloc, alloc.sigma(), rng)
     check_feasible(plan, n_rows)
-    pending: dict[str, Column | None] = {}  # name -> bounded numeric Column, or None for a text column
-    numbers_of: dict[str, np.ndarray] = {}
-    text_of: dict[str, pd.Series] = {}  # the column read as text: the text rule's missing tokens are missing
-    for name in data.columns:
-        kind, col, numbers, is_missing = _kind_and_bounds(data[name], alloc, alloc.sigma(), rng)
-        if kind == "numeric":
-            pending[name], numbers_of[name] = col, numbers
-            continue
-        text_of[name] = data[name].where(~is_missing)
-        if text_profile(text_of[name], n_rows, alloc, plan, rng):
+    pending: dict = {}  # name -> bounded numeric Column, or None for a text column
+    for name in source.names:
+        col = _kind_and_bounds(str(name), source.kind_cells(name), alloc, alloc.sigma(), rng)
+        if col is not None:
+            pending[name] = col
+        elif plan is None or profile_counts(str(name), *source.frequent_mass(name, plan.profile_cut), n_rows,
+                                            alloc, plan, rng):
             pending[name] = None
     sigma = alloc.stage_two(len(pending))
     n_text = sum(col is None for col in pending.values())
@@ -71,48 +117,40 @@ def discover_private_dtypes(data: pd.DataFrame, ledger: PrivacyLedger, share: fl
     columns, hists = [], {}
     for name, col in pending.items():
         if col is not None:
-            hist = histogram_numeric(pd.Series(numbers_of[name], name=name), col, public_grid(col), alloc, sigma, rng)
+            edges = public_grid(col)
+            hist = noisy_numeric_histogram(source.number_cells(col, edges), col, edges, alloc, sigma, rng)
             if hist.missing < floor:
                 hist = NumericHistogram(hist.edges, hist.counts, hist.special_counts, 0.0)
         else:
-            col, hist = discover_categorical(text_of[name], n_rows, alloc, sigma, threshold, selection_delta,
-                                              rng, nullable=True, dtype="str")
+            key_counts, missing = source.value_counts(name)
+            col, hist = select_categories(str(name), key_counts, missing, n_rows, alloc, sigma, threshold,
+                                          selection_delta, rng, nullable=True, dtype="str")
             if hist is not None:
                 hist = CategoricalHistogram(hist.categories, hist.counts, hist.missing if hist.missing >= floor else 0)
         if col is not None:
             columns.append(col)
-            hists[name] = hist
+            hists[col.name] = hist
     if not columns:
         raise InputError("DP discovery found no usable column; declare a schema.")
-    excluded = tuple(name for name in data.columns if name not in hists)
+    excluded = tuple(str(name) for name in source.names if str(name) not in hists)
     return Schema(tuple(columns), provenance="dp", excluded=excluded), DPMetadata(n_rows, hists, sigma=sigma)
 
 
 _KIND_CELLS = 2 * (len(geometric_grid()) - 1) + 3  # cells of the kind-and-bounds query
 
 
-def _kind_and_bounds(series: pd.Series, ledger, sigma, rng):
-    """Stage 1 of one column of a text frame: ``(kind, Column or None, numbers, is_missing)``, kind "numeric" or
-    "text" (``is_missing``: the text rule's missing tokens).
+def _kind_and_bounds(name: str, cells: np.ndarray, ledger, sigma, rng) -> Column | None:
+    """Stage 1 of one column of a text table: its bounded numeric Column, or None for a text column, from the
+    noisy cells of the kind-and-bounds query (:meth:`TextFrameColumns.kind_cells`).
 
-    The query ("DP kind and bounds"): counts over integer-valued numbers by decade, other numbers by decade, exact
-    zeros, missing cells and text cells (each cell in exactly one: sensitivity 1). Post-processing decides: numeric
-    iff the floored number mass exceeds the noisy text count (a minority of text tokens, like '?', are then missing
-    values, said in a warning only when their DP count clears the floor); integer iff no non-integer decade clears
-    the floor; bounds and the mixed kind as for numeric dtypes. Every column is nullable; the dtype is fixed per kind
-    (``_FIXED_DTYPES``)."""
-    name = str(series.name)
-    numbers, is_text, is_missing = parse_numbers(series)
-    edges = geometric_grid()
-    present = numbers[np.isfinite(numbers)]
-    zero = present == 0
-    integral = np.mod(present, 1) == 0
-    int_counts, _, _ = numeric_counts(present[integral & ~zero], edges, ())
-    frac_counts, _, _ = numeric_counts(present[~integral], edges, ())
-    cells = np.concatenate([int_counts, frac_counts, [zero.sum(), is_missing.sum(), is_text.sum()]])
+    Post-processing decides: numeric iff the floored number mass exceeds the noisy text count (a minority of text
+    tokens, like '?', are then missing values, said in a warning only when their DP count clears the floor);
+    integer iff no non-integer decade clears the floor; bounds and the mixed kind as for numeric dtypes. Every
+    column is nullable; the dtype is fixed per kind (``_FIXED_DTYPES``)."""
     spend_metadata(ledger, sigma, f"DP kind and bounds {name}", bins=len(cells))
-    noisy = gaussian_counts(cells, sigma=sigma, rng=rng)
-    d = len(int_counts)
+    noisy = gaussian_counts(np.asarray(cells), sigma=sigma, rng=rng)
+    edges = geometric_grid()
+    d = len(edges) - 1
     floor = noise_floor(sigma, noisy)
     noisy_int, noisy_frac = noisy[:d], noisy[d:2 * d]
     noisy_zero, noisy_text = noisy[-3], noisy[-1]  # noisy[-2], the missing cell, is re-counted by query 2
@@ -125,7 +163,7 @@ def _kind_and_bounds(series: pd.Series, ledger, sigma, rng):
     number_mass = float(bins.sum()) + zero_count
     text_mass = float(noisy_text) if noisy_text >= floor else 0.0
     if number_mass <= text_mass or number_mass <= 0:
-        return "text", None, None, is_missing
+        return None
     if text_mass > 0:
         warnings.warn(f"Column '{name}' is numeric but some values (about {text_mass:.0f}, a DP estimate) are not "
                       "numbers; they are treated as missing.", stacklevel=5)
@@ -134,6 +172,5 @@ def _kind_and_bounds(series: pd.Series, ledger, sigma, rng):
         lower, upper = math.floor(lower), math.ceil(upper)
     mixed = bins.sum() > 0 and zero_count >= MIXED_ZERO_SHARE * number_mass and lower <= 0 <= upper
     kind = "mixed" if mixed else ("integer" if is_integral else "continuous")
-    col = Column(name, kind, nullable=True, lower=lower, upper=upper, special_values=(0.0,) if mixed else (),
-                 integer_valued=is_integral and mixed, dtype="Int64" if is_integral else _FIXED_DTYPES[kind])
-    return "numeric", col, numbers, is_missing
+    return Column(name, kind, nullable=True, lower=lower, upper=upper, special_values=(0.0,) if mixed else (),
+                  integer_valued=is_integral and mixed, dtype="Int64" if is_integral else _FIXED_DTYPES[kind])

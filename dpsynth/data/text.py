@@ -15,8 +15,8 @@ With ``dtypes="private"`` (the default of ``dpsynth fit FILE.csv`` without a sch
    ``float64`` for continuous and mixed columns, ``str`` for categories; every column is nullable, with the DP
    count of missing cells as its missing mass.
 
-Tokens are parsed after stripping surrounding spaces. Leading zeros are not kept (``007`` is the number 7): a code
-with leading zeros must be declared categorical in a schema.
+Tokens are parsed after stripping surrounding ASCII whitespace (``STRIPPED``); digits are ASCII. Leading zeros are not
+kept (``007`` is the number 7): a code with leading zeros must be declared categorical in a schema.
 """
 
 from __future__ import annotations
@@ -24,12 +24,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["DTYPE_MODES", "as_text", "parse_numbers", "NUMBER_PATTERN", "infer_text_dtypes"]
+__all__ = ["DTYPE_MODES", "as_text", "parse_numbers", "NUMBER_PATTERN", "STRIPPED", "infer_text_dtypes"]
 
 #: ``"public"``: the frame's dtypes are public structure (a caller-built DataFrame, Parquet written by someone who
 #: chose the types); ``"private"``: dtypes are read from the values, so they are private and decided by DP
 DTYPE_MODES = ("public", "private")
-NUMBER_PATTERN = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+#: a number token: ASCII digits only, no backslash (the same pattern runs in DuckDB's RE2 and Spark's Java regex)
+NUMBER_PATTERN = r"[+-]?(?:[0-9]+[.]?[0-9]*|[.][0-9]+)(?:[eE][+-]?[0-9]+)?"
+#: what surrounds a token and is stripped before it is parsed: ASCII whitespace (the engines strip the same set)
+STRIPPED = " \t\n\r\x0b\x0c"
 
 
 def as_text(frame: pd.DataFrame) -> pd.DataFrame:
@@ -64,7 +67,7 @@ def parse_numbers(series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray
     and NaN elsewhere; ``is_text`` marks present cells that are not numbers. Each cell is in exactly one class."""
     text = series.astype("str")
     is_missing = text.isna().to_numpy()
-    stripped = text.str.strip()
+    stripped = text.str.strip(STRIPPED)
     is_number = stripped.str.fullmatch(NUMBER_PATTERN).fillna(False).to_numpy(dtype=bool)
     numbers = np.full(len(text), np.nan)
     if is_number.any():

@@ -149,7 +149,8 @@ class Synthesizer(ABC):
         ``data`` is a pandas DataFrame; models with ``reads_tables`` (``aim``, ``mst``, ``batch-aim`` with
         ``backend="duckdb"`` or ``"spark"``) also take a Parquet / CSV path or a Spark DataFrame, counted by the
         engine without loading the rows (:mod:`dpsynth.marginals.tables`); without a public ``schema``, DP discovery
-        runs in the engine from its column types (Parquet or Spark; a CSV file needs a schema).
+        runs in the engine: from the column types of a Parquet file or a Spark DataFrame, and on a CSV file (which
+        has no types) with private dtypes, as ``dpsynth fit FILE.csv`` reads it with pandas.
 
         The budget is a :class:`~dpsynth.privacy.budget.PrivacyBudget` (``fit(df, PrivacyBudget(1.0, 1e-5))``) or
         its fields as keywords (``fit(df, epsilon=1.0, delta=1e-5, metadata_share=0.1)``), not both.
@@ -196,16 +197,12 @@ class Synthesizer(ABC):
             raise InputError(f"Model '{self.name}' fits a pandas DataFrame: read the table first (e.g. "
                              "pd.read_parquet). A file path or a Spark DataFrame is for the models that count "
                              "marginals where the rows live (aim, mst, batch-aim with backend='duckdb' or 'spark').")
-        if in_engine and schema is None and dtypes == "private":
-            raise InputError("dtypes='private' reads every value as text, which an SQL engine does not: fitting "
-                             "from a file path or a Spark DataFrame discovers the metadata from the engine's column "
-                             "types (dtypes='public'), or takes a public schema.")
         self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta))
         self.fit_info_ = {"metadata_share": float(metadata_share), "seeded": seed is not None,
                           "public_schema": schema is not None, "dtypes": dtypes}
         rng = np.random.default_rng(seed)
         if in_engine:
-            self._fit_in_engine(data, schema, metadata_share, rng=rng, progress=progress)
+            self._fit_in_engine(data, schema, metadata_share, rng=rng, progress=progress, dtypes=dtypes)
             self.marginal_map_ = None
             self._fitted = True
             return self
@@ -231,16 +228,27 @@ class Synthesizer(ABC):
         return self
 
     def _fit_in_engine(self, source, schema: Schema, share: float, *, rng: np.random.Generator,
-                       progress: bool) -> None:
+                       progress: bool, dtypes: str) -> None:
         """Fit on a table an SQL engine holds (:mod:`dpsynth.marginals.tables`): the metadata phase (the public
         schema's histograms, or DP discovery without one) from the engine's exact counts, released by the same code
-        (and the same draws of ``rng``) as the pandas path, then :meth:`_fit_table`."""
+        (and the same draws of ``rng``) as the pandas path, then :meth:`_fit_table`.
+
+        Without a schema, a CSV file (text: it has no column types) is discovered with private dtypes whatever
+        ``dtypes`` says, and its numeric columns are then read by the number rule (text tokens missing), as
+        ``prepare_private_text`` reads them in pandas; ``dtypes="private"`` on a typed table is refused before any
+        query."""
         from dpsynth.data.discovery import discover, public_schema_release
-        from dpsynth.marginals.tables import SQLColumns, count_metadata_cells, open_table
+        from dpsynth.data.discovery_text import discover_private_dtypes
+        from dpsynth.marginals.tables import SQLColumns, SQLTextColumns, count_metadata_cells, open_table
 
         table = open_table(source, getattr(self, "backend", ""))
         try:
-            if schema is None:  # DP discovery from the engine's column types and SQL counts
+            if schema is None and (table.text_csv or dtypes == "private"):
+                self.schema_, self.metadata_ = discover_private_dtypes(SQLTextColumns(table), self.ledger_, share,
+                                                                       rng)
+                table.parse_numbers([c.name for c in self.schema_.columns if c.is_numeric])
+                self.fit_info_["dtypes"] = "private"
+            elif schema is None:  # DP discovery from the engine's column types and SQL counts
                 self.schema_, self.metadata_ = discover(SQLColumns(table), self.ledger_, share, rng)
             else:
                 n_rows, cells = count_metadata_cells(table, schema)

@@ -50,7 +50,10 @@ def gaussian_counts(counts: np.ndarray, *, sigma: float, rng: np.random.Generato
 
 
 def selection_threshold(sigma: float, delta: float) -> float:
-    """Threshold tau such that a key of true count 1 clears it with probability ``delta``."""
+    """Threshold tau such that a key of true count 1 clears it with probability ``delta`` (without noise, 1: every
+    key with a row is kept, whatever ``delta``)."""
+    if sigma == 0:
+        return 1.0
     if not (0 < delta < 1):
         raise InputError(f"selection delta must be in (0, 1). Found {delta}.")
     return 1.0 + sigma * float(norm.isf(delta))

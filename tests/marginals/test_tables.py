@@ -114,11 +114,7 @@ def test_what_cannot_be_fitted_from_a_file_says_so(tmp_path, adult_schema):
     frame.to_parquet(path)
     with pytest.raises(InputError, match="backend='duckdb' or 'spark'"):
         MST().fit(str(path), epsilon=1.0, delta=1e-5, schema=schema)
-    csv = tmp_path / "t.csv"
-    frame.to_csv(csv, index=False)
-    with pytest.raises(InputError, match="a CSV file has none"):  # text only: kinds would come from the values
-        MST(backend="duckdb").fit(str(csv), epsilon=1.0, delta=1e-5)
-    with pytest.raises(InputError, match="dtypes='private'"):
+    with pytest.raises(InputError, match="dtypes='private' is for a CSV file"):  # a typed table: refused unread
         MST(backend="duckdb").fit(str(path), epsilon=1.0, delta=1e-5, dtypes="private")
     with pytest.raises(InputError, match="fits a pandas DataFrame"):
         DPTLDM().fit(str(path), epsilon=1.0, delta=1e-5, schema=schema)
@@ -314,3 +310,157 @@ def test_cli_discovers_a_parquet_file_in_the_engine(tmp_path, monkeypatch, capsy
     model = load_model(out)
     reference = MST(iterations=20).fit(frame, epsilon=1.0, delta=1e-5, seed=2)
     assert model.schema_.columns == reference.schema_.columns and model.selected_ == reference.selected_
+
+
+#: tokens on which the number rule (dpsynth.data.text) has to agree in pandas and in the engines
+_TOKENS = ["1.", ".5", "+3", "-0", "0.0", "1e5", "1E-2", "-.5e1", " 7 ", "\t8", "007", "12345678901", "2.5", "-3",
+           "1e999", "inf", "-Infinity", "1.2.3", "0x10", "1_000", "\u0663", "e5", "+", ".", "?", "NA", ""]
+
+
+def _text_table(n: int = 4000, seed: int = 0) -> pd.DataFrame:
+    """A CSV's worth of text: integers with '?' and missing cells, a mixed column (70% zeros), numbers padded with
+    spaces, categories (one of them a number), an identifier, and a column of the number rule's hard tokens."""
+    rng = np.random.default_rng(seed)
+    age = rng.integers(17, 91, n).astype(object)
+    age[rng.random(n) < 0.03] = "?"
+    age[rng.random(n) < 0.05] = None
+    gain = np.where(rng.random(n) < 0.7, 0.0, np.round(rng.exponential(1000, n), 2)).astype(object)
+    word = rng.choice(["a", "b's", "c", "1"], n, p=[0.45, 0.3, 0.15, 0.1]).astype(object)
+    word[rng.random(n) < 0.1] = None
+    return pd.DataFrame({"age": age, "gain": gain, "z": [f" {v:.3f} " for v in rng.normal(0, 3, n)],
+                         "word": word, "id": [f"u{i}" for i in range(n)], "token": rng.choice(_TOKENS, n)})
+
+
+def test_the_number_rule_counts_the_same_in_sql(tmp_path):
+    """The kind-and-bounds cells and the shape cells of text columns, counted by DuckDB from the CSV, equal those
+    pandas counts on the same file read as text: each hard token (padding, exponents, '1.', '.5', overflow, inf,
+    hex, non-ASCII digits) is a number, text or missing alike."""
+    from dpsynth._io import read_table
+    from dpsynth.data.discovery import public_grid
+    from dpsynth.data.discovery_text import TextFrameColumns
+    from dpsynth.marginals.tables import DuckDBTable, SQLTextColumns
+
+    path = tmp_path / "t.csv"
+    _text_table(3000).to_csv(path, index=False)
+    pandas_side = TextFrameColumns(read_table(str(path), as_text=True))
+    sql_side = SQLTextColumns(DuckDBTable(str(path)))
+    for name in ("age", "gain", "z", "word", "token"):
+        np.testing.assert_array_equal(sql_side.kind_cells(name), pandas_side.kind_cells(name), err_msg=name)
+    assert sql_side.kind_cells("token")[-1] > 0  # the text cell is not empty: the test can tell text from numbers
+    col = Column("token", "continuous", nullable=True, lower=-10.0, upper=10.0)
+    np.testing.assert_array_equal(sql_side.number_cells(col, public_grid(col)),
+                                  pandas_side.number_cells(col, public_grid(col)))
+    assert sql_side.value_counts("word") == pandas_side.value_counts("word")
+
+
+def test_a_csv_without_schema_is_discovered_in_duckdb_as_in_pandas(tmp_path):
+    """`fit("t.csv", backend="duckdb")` without a schema: private-dtype discovery in SQL (kinds from DP counts of
+    the text classes), then the numeric columns read by the number rule; the same seed gives the fit of the
+    pandas path (the file read as text, dtypes="private"): schema, histograms, selection, rows, ledger."""
+    from dpsynth._io import read_table
+
+    path = tmp_path / "t.csv"
+    _text_table(10000).to_csv(path, index=False)
+    with pytest.warns(UserWarning, match="'id' is excluded"):
+        reference = MST(iterations=30).fit(read_table(str(path), as_text=True), epsilon=1.0, delta=1e-5, seed=3,
+                                           dtypes="private")
+    with pytest.warns(UserWarning, match="'id' is excluded"):
+        from_file = MST(iterations=30, backend="duckdb").fit(str(path), epsilon=1.0, delta=1e-5, seed=3)
+    kinds = {c.name: c.kind for c in from_file.schema_.columns}
+    assert kinds["age"] == "integer" and kinds["gain"] == "mixed" and kinds["z"] == "continuous"
+    assert kinds["word"] == "categorical" and "1" in from_file.schema_["word"].categories
+    assert from_file.fit_info_["dtypes"] == "private"
+    _assert_same_discovery(reference, from_file)
+    _assert_same_fit(reference, from_file)
+    assert [e.mechanism for e in from_file.ledger_.entries] == [e.mechanism for e in reference.ledger_.entries]
+    assert from_file.ledger_.epsilon() == pytest.approx(reference.ledger_.epsilon())
+
+
+def test_spark_discovers_a_csv_as_pandas_does(spark, tmp_path):
+    from dpsynth._io import read_table
+
+    path = tmp_path / "t.csv"
+    _text_table(3000, seed=1).to_csv(path, index=False)
+    with pytest.warns(UserWarning, match="'id' is excluded"):
+        reference = MST(iterations=30).fit(read_table(str(path), as_text=True), epsilon=1.0, delta=1e-5, seed=5,
+                                           dtypes="private")
+    with pytest.warns(UserWarning, match="'id' is excluded"):
+        fit = MST(iterations=30, backend="spark").fit(str(path), epsilon=1.0, delta=1e-5, seed=5)
+    _assert_same_discovery(reference, fit)
+    _assert_same_fit(reference, fit)
+
+
+def test_cli_discovers_a_csv_in_the_engine(tmp_path, monkeypatch, capsys):
+    """`dpsynth fit FILE.csv --backend duckdb` without a schema: the plan and the discovery run in DuckDB (private
+    dtypes), pandas never reads the rows; the model is the library's pandas-path fit of the text."""
+    import dpsynth.datasets
+    from dpsynth._io import read_table
+    from dpsynth.cli.main import main
+    from dpsynth.models import load_model
+
+    data, out = tmp_path / "t.csv", tmp_path / "m.dpsynth"
+    _text_table(3000).drop(columns="id").to_csv(data, index=False)
+    reference = MST(iterations=20).fit(read_table(str(data), as_text=True), epsilon=1.0, delta=1e-5, seed=2,
+                                       dtypes="private")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the CLI loaded the private table into pandas")
+
+    monkeypatch.setattr(dpsynth.datasets, "load_table", refuse)
+    assert main(["fit", str(data), "--model", "mst", "--backend", "duckdb", "--epsilon", "1", "--out", str(out),
+                 "--seed", "2", "--param", "iterations=20"]) == 0
+    assert "DP discovery of 5 column(s) (16 Gaussian count queries" in capsys.readouterr().err
+    model = load_model(out)
+    assert model.schema_.columns == reference.schema_.columns and model.selected_ == reference.selected_
+
+
+def test_a_csv_is_staged_once_in_a_private_directory_removed_at_close(tmp_path, monkeypatch):
+    """A CSV is parsed into a temporary Parquet copy at the first query (mode 0700 directory); close() removes it,
+    a fit leaves none behind, and a file that fails to parse leaves no partial copy."""
+    import os
+    import tempfile
+
+    from dpsynth.marginals.tables import DuckDBTable
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    path = tmp_path / "t.csv"
+    _text_table(500).to_csv(path, index=False)
+    table = DuckDBTable(str(path))
+    assert not list(scratch.iterdir())  # opening reads the header only
+    assert table.row_count() == 500
+    (copy,) = scratch.iterdir()
+    assert oct(copy.stat().st_mode & 0o777) == "0o700"
+    assert table.row_count() == 500 and list(scratch.iterdir()) == [copy]  # staged once
+    table.close()
+    assert not list(scratch.iterdir())
+    with pytest.warns(UserWarning, match="'id' is excluded: its values are nearly all distinct"):
+        MST(iterations=10, backend="duckdb").fit(str(path), epsilon=float("inf"), delta=0.0, seed=0)  # no noise
+    assert not list(scratch.iterdir())
+    frame, schema = _tricky(500)
+    with pytest.raises(InputError, match="DuckDB could not read"):
+        MST(backend="duckdb").fit(str(_malformed_csv(tmp_path, schema, frame)), epsilon=1.0, delta=1e-5,
+                                  schema=schema, seed=0)
+    assert not list(scratch.iterdir()) and os.path.exists(path)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_non_private_engine_fit_discovers_exactly(tmp_path, suffix):
+    """epsilon = inf without a schema in DuckDB: the discovery's floors and thresholds without noise keep exactly
+    the cells with rows (kinds, zero mass, integrality exact; every category kept; an ID-like column excluded as
+    infer_schema excludes it), and delta = 0 is accepted."""
+    frame = _text_table(3000)
+    path = tmp_path / f"t{suffix}"
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        _typed(3000).to_parquet(path)
+    with pytest.warns(UserWarning, match="'id' is excluded: its values are nearly all distinct"):
+        fit = MST(iterations=10, backend="duckdb").fit(str(path), epsilon=float("inf"), delta=0.0, seed=0)
+    kinds = {c.name: c.kind for c in fit.schema_.columns}
+    assert kinds["gain"] == "mixed" and kinds["age"] == "integer"
+    word = fit.schema_["word"]
+    expected = {"a", "b's", "c", "1"} if suffix == ".csv" else {"a", "b's", "c", "rare"}
+    assert set(word.categories) == expected
+    assert fit.ledger_.non_private
