@@ -161,8 +161,10 @@ class CategoryWeights:
     ``mode="probs"``: the span holds probabilities and the decoder draws a slot in proportion to
     ``p * w``; ``mode="logits"``: the span holds logits and the decoder takes ``argmax(logit + log w)``.
     Targets are the transformer's DP slot counts (:meth:`TableTransformer.slot_counts`, denoised by
-    :func:`category_target`); empty slots get a tiny target (1e-4 of the span) rather than zero, so no category
-    becomes impossible.
+    :func:`category_target`). A slot the denoised DP counts leave empty gets the log-weight ``-EMPTY_LOG_WEIGHT``
+    (the others stay within [-30, 0], so at least a factor e^-20 below any of them): its category is drawn only
+    where the model puts (nearly) all of a row's mass on empty slots — the DP histogram says it is absent, so the
+    release has (almost) none of it. (A floor of 1e-4 of the span used to give an absent category that share.)
     """
 
     def __init__(self, spans: dict[int, tuple[int, int]], log_weights: dict[int, np.ndarray], mode: str):
@@ -181,8 +183,7 @@ class CategoryWeights:
             target = category_target(np.asarray(counts[i], dtype=float), sigma)
             if target.sum() <= 0 or len(target) != span.end - span.start:
                 continue
-            target = np.maximum(target / target.sum(), 1e-4)
-            target /= target.sum()
+            target = target / target.sum()
             block = np.asarray(reference[:, span.start : span.end], dtype=float)
             spans[i] = (span.start, span.end)
             weights[i] = _fit_log_weights(block, target, mode, iterations)
@@ -287,13 +288,17 @@ def category_target(counts: np.ndarray, sigma: float) -> np.ndarray:
     return kept
 
 
+#: how far below the other slots' log-weights an empty slot's is held (e^-50 ~ 2e-22: never drawn in practice)
+EMPTY_LOG_WEIGHT = 50.0
+
+
 def _fit_log_weights(block: np.ndarray, target: np.ndarray, mode: str, iterations: int) -> np.ndarray:
     """Fixed-point iteration b <- b + step * (log target - log current frequencies); returns the best iterate.
 
     In ``"probs"`` mode the frequencies are smooth in ``b`` and the iteration converges. In ``"logits"`` mode
     they are argmax counts that move in jumps, so a fixed step can oscillate (one category swallowing most rows
     on the last iterate): the step decays and the iterate with the smallest total-variation distance to the
-    target is kept, so the weights never make the marginal worse than no weights at all (b = 0 is iterate 0).
+    target is kept, so the weights never make the marginal worse than no weights on the non-empty slots (iterate 0).
     """
 
     if mode == "probs":
@@ -306,7 +311,9 @@ def _fit_log_weights(block: np.ndarray, target: np.ndarray, mode: str, iteration
             return p.mean(axis=0)
         return np.bincount(np.argmax(block + b, axis=1), minlength=block.shape[1]) / len(block)
 
-    b = np.zeros(block.shape[1])
+    empty = target <= 0  # held at -EMPTY_LOG_WEIGHT below the others (log 0 has no fixed point)
+    full = ~empty
+    b = np.where(empty, -EMPTY_LOG_WEIGHT, 0.0)
     best_b, best_tvd = b.copy(), np.inf
     for t in range(iterations + 1):
         current = frequencies(b)
@@ -316,7 +323,7 @@ def _fit_log_weights(block: np.ndarray, target: np.ndarray, mode: str, iteration
         if t == iterations:
             break
         step = 1.0 if mode == "probs" else 0.5 / np.sqrt(1.0 + t / 5.0)  # argmax jumps: damp, then decay
-        b = b + step * (np.log(target) - np.log(np.maximum(current, 1e-6)))
-        b -= b.max()
-        b = np.maximum(b, -30.0)
+        b[full] += step * (np.log(target[full]) - np.log(np.maximum(current[full], 1e-6)))
+        b[full] -= b[full].max()
+        b[full] = np.maximum(b[full], -30.0)
     return best_b
