@@ -165,6 +165,7 @@ def audit_dpsgd(
     k: int | None = None,
     p: float = 0.05,
     seed: int = 0,
+    k_minus: int | None = None,
 ) -> AuditResult:
     """White-box one-run audit of :class:`~dpsynth.privacy.dpsgd.DPSGD` with Dirac gradient canaries.
 
@@ -174,8 +175,10 @@ def audit_dpsgd(
     (the threat model the accountant assumes) and scores canary j by the log-likelihood ratio of its T
     observations x_t = (w_t[j] - w_{t-1}[j]) * divisor / (sigma C) under "in" (a mixture: shifted by 1/sigma with
     probability q) against "out" (N(0, 1)), with the claimed q and sigma. Guesses: "in" for the top ``k`` and
-    "out" for the bottom ``k`` of all ``runs * m`` scores (default ``k``: M / 300, at least 10); the bound is
-    ``eps_lower_bound_one_run`` over M = runs * m canaries, valid because each canary touches only its own run.
+    "out" for the bottom ``k_minus`` (default ``k``) of all ``runs * m`` scores (default ``k``: M / 300, at least
+    10); the bound is ``eps_lower_bound_one_run`` over M = runs * m canaries, valid because each canary touches only
+    its own run. An included canary that Poisson sampling never drew scores exactly as an excluded one, so with few
+    steps "out" guesses are partly coin flips among ties; ``k_minus=0`` guesses "in" only.
 
     Power: the score is the optimal test for one canary, so with M = 100,000 canaries (e.g. 50 runs of 2,000) the
     bound reaches about 0.5 for a correct claim of epsilon = 1 (delta = 1e-5) and about 1.2-1.3 when the noise is
@@ -221,7 +224,7 @@ def audit_dpsgd(
             run_scores += _log_likelihood_ratio(x, q, 1.0 / sigma)
         scores[run * m:(run + 1) * m] = run_scores
         claimed = max(claimed, run_ledger.epsilon())
-    return _white_box_result(audit, scores, k=k, p=p, delta=ledger.delta, claimed=claimed)
+    return _white_box_result(audit, scores, k=k, p=p, delta=ledger.delta, claimed=claimed, k_minus=k_minus)
 
 
 def audit_sanitizer(
@@ -292,10 +295,11 @@ def _run_ledger(ledger, run: int):
 
 
 def _white_box_result(audit: CanaryAudit, scores: torch.Tensor, *, k: int | None, p: float, delta: float,
-                      claimed: float) -> AuditResult:
-    """Guess "in" for the top k and "out" for the bottom k scores (default k: M / 300, at least 10)."""
+                      claimed: float, k_minus: int | None = None) -> AuditResult:
+    """Guess "in" for the top k and "out" for the bottom k_minus (default k) scores (default k: M / 300, at least
+    10)."""
     k = max(10, audit.m // 300) if k is None else k
-    res = audit.lower_bound(scores, k_plus=k, k_minus=k, p=p, delta=delta)
+    res = audit.lower_bound(scores, k_plus=k, k_minus=k if k_minus is None else k_minus, p=p, delta=delta)
     return AuditResult(res.eps_lower_bound, res.m, res.guesses, res.correct, p, res.delta,
                        max_eps_lower_bound=res.max_eps_lower_bound, claimed_epsilon=claimed)
 

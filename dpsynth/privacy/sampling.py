@@ -27,7 +27,7 @@ from dp_accounting import dp_event
 
 from dpsynth.errors import InputError, PrivacyError
 
-__all__ = ["PoissonSampler", "ShuffleSampler", "PROVEN_SHUFFLE_ACCOUNTANTS"]
+__all__ = ["PoissonSampler", "ShuffleSampler", "PROVEN_SHUFFLE_ACCOUNTANTS", "uniform_subset", "DENSE_RATE"]
 
 # Accountants proven for shuffled fixed-size batches that dpsynth implements. Empty on purpose: see ShuffleSampler.
 PROVEN_SHUFFLE_ACCOUNTANTS: frozenset[str] = frozenset()
@@ -44,6 +44,27 @@ def _check_generator(generator: torch.Generator) -> None:
     if not isinstance(generator, torch.Generator):
         raise InputError(
             f"generator must be a torch.Generator (seeded by the caller). Found {type(generator).__name__}.")
+
+
+#: above this sampling rate a Poisson batch is drawn with one uniform per index (a K-subset drawn by rejection would
+#: repeat too many draws)
+DENSE_RATE = 0.1
+
+
+def uniform_subset(n: int, k: int, generator: torch.Generator) -> torch.Tensor:
+    """A uniformly random k-subset of ``range(n)`` (sorted), in O(k) for k << n: the first k distinct values of a
+    stream of independent uniform draws (by symmetry every k-subset is equally likely to be those)."""
+    if not 0 <= k <= n:
+        raise InputError(f"a subset of {k} indices of range({n}) does not exist.")
+    chosen = torch.empty(0, dtype=torch.long)
+    while chosen.numel() < k:
+        need = k - chosen.numel()
+        stream = torch.cat([chosen, torch.randint(n, (need + need // 4 + 8,), generator=generator)])
+        values, inverse = torch.unique(stream, return_inverse=True)
+        first = torch.full((values.numel(),), stream.numel(), dtype=torch.long)
+        first.scatter_reduce_(0, inverse, torch.arange(stream.numel()), reduce="amin")  # first appearance of each
+        chosen = values[torch.argsort(first)][:k]  # distinct values in order of first appearance
+    return torch.sort(chosen).values
 
 
 class PoissonSampler:
@@ -75,8 +96,20 @@ class PoissonSampler:
 
     def __iter__(self) -> Iterator[torch.Tensor]:
         for _ in range(self.steps):
+            yield self.draw()
+
+    def draw(self) -> torch.Tensor:
+        """One Poisson batch: the sorted indices kept. At small rates (``sample_rate <= DENSE_RATE``) it is drawn in
+        O(batch) instead of O(n) (one uniform per index: 23 ms a step at a million rows, and the number of steps
+        grows with n): the batch size K ~ Binomial(n, q), then a uniform K-subset of ``range(n)``. That is the same
+        distribution - under Poisson sampling the size is Binomial(n, q) and, given its size, every subset is
+        equally likely - so the accountant's event is unchanged (tested: sizes, inclusion rates, pairs)."""
+        if self.sample_rate > DENSE_RATE:
             mask = torch.rand(self.n, generator=self.generator) < self.sample_rate
-            yield mask.nonzero().squeeze(1)
+            return mask.nonzero().squeeze(1)
+        k = int(torch.binomial(torch.tensor([float(self.n)], dtype=torch.float64),
+                               torch.tensor([self.sample_rate], dtype=torch.float64), generator=self.generator).item())
+        return uniform_subset(self.n, k, self.generator)
 
     def event(self, noise_multiplier: float) -> dp_event.DpEvent:
         """The event of one step: Poisson(q) o Gaussian(noise std / sensitivity)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from dp_accounting import dp_event
@@ -274,6 +275,47 @@ def test_poisson_sampler_rate_and_variable_size():
     mean = sum(sizes) / len(sizes)
     assert abs(mean - 50) < 4 * math.sqrt(50 * 0.95 / 400)
     assert sampler.event(1.0) == dp_event.PoissonSampledDpEvent(0.05, dp_event.GaussianDpEvent(1.0))
+
+
+@pytest.mark.parametrize("rate", [0.05, 0.3])  # the O(batch) draw (size, then a uniform subset) and the mask
+def test_poisson_sampler_is_poisson_sampling(rate):
+    """Every index independently with probability q: batch sizes Binomial(n, q) (chi-square), each index's
+    inclusion rate q and each pair's q^2 (independence), within 5 standard errors over 30,000 steps."""
+    from dpsynth.privacy.sampling import DENSE_RATE
+
+    n, steps = 40, 30_000
+    assert (rate <= DENSE_RATE) == (rate == 0.05)
+    sampler = PoissonSampler(n, rate, steps=steps, generator=torch.Generator().manual_seed(11))
+    hits = torch.zeros(steps, n, dtype=torch.bool)
+    for t, batch in enumerate(sampler):
+        assert torch.equal(batch, torch.unique(batch))  # sorted, no repeats
+        hits[t, batch] = True
+    sizes = hits.sum(1).numpy()
+    pmf = stats.binom.pmf(np.arange(n + 1), n, rate)
+    keep = pmf * steps >= 5  # chi-square cells with enough expected counts; the tails pooled
+    observed = np.r_[np.bincount(sizes, minlength=n + 1)[keep], (~keep[sizes]).sum()]
+    expected = np.r_[pmf[keep], pmf[~keep].sum()] * steps
+    assert stats.chisquare(observed, expected).pvalue > 1e-4
+    rate_se = math.sqrt(rate * (1 - rate) / steps)
+    assert np.abs(hits.float().mean(0).numpy() - rate).max() < 5 * rate_se
+    for a, b in [(0, 1), (0, n - 1), (17, 18), (5, 30)]:
+        both = (hits[:, a] & hits[:, b]).float().mean().item()
+        assert abs(both - rate ** 2) < 5 * math.sqrt(rate ** 2 * (1 - rate ** 2) / steps)
+
+
+def test_uniform_subset_is_uniform_and_exact_in_size():
+    from dpsynth.privacy.sampling import uniform_subset
+
+    g = torch.Generator().manual_seed(2)
+    assert uniform_subset(10, 0, g).numel() == 0 and torch.equal(uniform_subset(5, 5, g), torch.arange(5))
+    counts = np.zeros(6)
+    for _ in range(12_000):
+        pair = uniform_subset(6, 2, g)
+        assert pair.numel() == 2 and pair[0] < pair[1]
+        counts[pair.numpy()] += 1
+    assert np.abs(counts / 12_000 - 1 / 3).max() < 5 * math.sqrt((1 / 3) * (2 / 3) / 12_000)
+    with pytest.raises(InputError):
+        uniform_subset(3, 4, g)
 
 
 def test_shuffle_sampler_cannot_use_poisson_accountant():
