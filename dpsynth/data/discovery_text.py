@@ -64,7 +64,8 @@ class TextFrameColumns:
         """The cells of the kind-and-bounds query: integer-valued numbers by decade, other numbers by decade, exact
         zeros, missing cells, text cells (each cell in exactly one)."""
         numbers, is_text, is_missing = parse_numbers(self.frame[name])
-        self._numbers[name] = numbers
+        if np.isfinite(numbers).sum() >= is_text.sum():  # a cache for stage 2, kept for likely numbers only: a
+            self._numbers[name] = numbers  # memory choice, no release (number_cells parses again on a miss)
         edges = geometric_grid()
         present = numbers[np.isfinite(numbers)]
         zero = present == 0
