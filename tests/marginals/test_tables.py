@@ -289,16 +289,10 @@ def test_spark_discovers_as_pandas_does(spark, tmp_path):
         _assert_same_fit(reference, fit)
 
 
-def test_cli_discovers_a_parquet_file_in_the_engine(tmp_path, monkeypatch, capsys):
-    """`dpsynth fit FILE.parquet --backend duckdb` without a schema: DP discovery in DuckDB (the pre-flight plan
-    from the file's column types), pandas never reads the rows; the result is the library's fit."""
+def _cli_fit_without_loading(data, out, monkeypatch) -> None:
+    """`dpsynth fit DATA --model mst --backend duckdb` (seed 2, 20 iterations) with pandas' loader made to fail."""
     import dpsynth.datasets
     from dpsynth.cli.main import main
-    from dpsynth.models import load_model
-
-    frame = _typed(3000).drop(columns="id")
-    data, out = tmp_path / "t.parquet", tmp_path / "m.dpsynth"
-    frame.to_parquet(data)
 
     def refuse(*args, **kwargs):
         raise AssertionError("the CLI loaded the private table into pandas")
@@ -306,6 +300,17 @@ def test_cli_discovers_a_parquet_file_in_the_engine(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(dpsynth.datasets, "load_table", refuse)
     assert main(["fit", str(data), "--model", "mst", "--backend", "duckdb", "--epsilon", "1", "--out", str(out),
                  "--seed", "2", "--param", "iterations=20"]) == 0
+
+
+def test_cli_discovers_a_parquet_file_in_the_engine(tmp_path, monkeypatch, capsys):
+    """`dpsynth fit FILE.parquet --backend duckdb` without a schema: DP discovery in DuckDB (the pre-flight plan
+    from the file's column types), pandas never reads the rows; the result is the library's fit."""
+    from dpsynth.models import load_model
+
+    frame = _typed(3000).drop(columns="id")
+    data, out = tmp_path / "t.parquet", tmp_path / "m.dpsynth"
+    frame.to_parquet(data)
+    _cli_fit_without_loading(data, out, monkeypatch)
     assert "DP discovery of 5 column(s)" in capsys.readouterr().err
     model = load_model(out)
     reference = MST(iterations=20).fit(frame, epsilon=1.0, delta=1e-5, seed=2)
@@ -393,22 +398,14 @@ def test_spark_discovers_a_csv_as_pandas_does(spark, tmp_path):
 def test_cli_discovers_a_csv_in_the_engine(tmp_path, monkeypatch, capsys):
     """`dpsynth fit FILE.csv --backend duckdb` without a schema: the plan and the discovery run in DuckDB (private
     dtypes), pandas never reads the rows; the model is the library's pandas-path fit of the text."""
-    import dpsynth.datasets
     from dpsynth._io import read_table
-    from dpsynth.cli.main import main
     from dpsynth.models import load_model
 
     data, out = tmp_path / "t.csv", tmp_path / "m.dpsynth"
     _text_table(3000).drop(columns="id").to_csv(data, index=False)
     reference = MST(iterations=20).fit(read_table(str(data), as_text=True), epsilon=1.0, delta=1e-5, seed=2,
                                        dtypes="private")
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the CLI loaded the private table into pandas")
-
-    monkeypatch.setattr(dpsynth.datasets, "load_table", refuse)
-    assert main(["fit", str(data), "--model", "mst", "--backend", "duckdb", "--epsilon", "1", "--out", str(out),
-                 "--seed", "2", "--param", "iterations=20"]) == 0
+    _cli_fit_without_loading(data, out, monkeypatch)
     assert "DP discovery of 5 column(s) (16 Gaussian count queries" in capsys.readouterr().err
     model = load_model(out)
     assert model.schema_.columns == reference.schema_.columns and model.selected_ == reference.selected_
