@@ -30,7 +30,7 @@ without packing or training-by-sampling).
 from __future__ import annotations
 
 from dpsynth.models import register
-from dpsynth.models.dtgan import DTGANDiscriminator
+from dpsynth.models.dtgan import MAX_STEPS, DTGANDiscriminator
 
 __all__ = ["DPCTGAN"]
 
@@ -62,6 +62,7 @@ class DPCTGAN(DTGANDiscriminator):
         critic_hidden: tuple[int, ...] | None = None,
         gan_epochs: float = 24.0,
         gan_batch_size: int | None = None,
+        gan_max_steps: int = MAX_STEPS["gan"],
         critic_iters: int = 1,
         critic_learning_rate: float = 0.002,
         generator_learning_rate: float = 0.002,

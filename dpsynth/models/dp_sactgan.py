@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from dpsynth.models import register
-from dpsynth.models.dtgan import DTGANGenerator
+from dpsynth.models.dtgan import MAX_STEPS, DTGANGenerator
 from dpsynth.models.networks.ctgan import AttentionCritic, AttentionGenerator, Packed
 
 __all__ = ["DPSACTGAN"]
@@ -77,6 +77,7 @@ class DPSACTGAN(DTGANGenerator):
         classifier_share: float = 0.15,
         classifier_epochs: float = 8.0,
         classifier_batch_size: int | None = None,
+        classifier_max_steps: int = MAX_STEPS["classifier"],
         classifier_learning_rate: float = 0.005,
         classifier_max_grad_norm: float = 1.0,
         classifier_weight: float = 1.0,

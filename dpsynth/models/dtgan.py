@@ -65,9 +65,12 @@ __all__ = ["DTGANDiscriminator", "DTGANGenerator"]
 
 _SAMPLE_CHUNK = 65_536
 _GENERATE_BATCH = 4096
-#: sizing rule of the DP phases (dpsynth.models.phase): batches up to 512 rows; at least 1000 discriminator steps
+#: sizing rule of the DP phases (dpsynth.models.phase): batches up to 512 rows; at least 1000 discriminator steps;
+#: the default caps (hyper-parameters ``gan_max_steps`` / ``classifier_max_steps``) keep the work of a fit bounded on
+#: large tables and sit above what Adult needs (1,527 critic and 509 classifier steps)
 LARGEST_BATCH = 512
 MIN_STEPS = {"classifier": 200, "gan": 1000}
+MAX_STEPS = {"classifier": 600, "gan": 2000}
 CALIBRATION_RTOL = 0.01
 #: the widest critic / classifier layers the width rule gives
 CRITIC_WIDTH, CLASSIFIER_WIDTH = 128, 64
@@ -211,13 +214,15 @@ class DTGANDiscriminator(ConditionalGANModel):
     Networks: ``noise_dim``, ``generator_hidden`` (CTGAN residual blocks), ``critic_hidden`` and ``classifier_hidden``
     (``None``: sized by the encoded width, :func:`dpsynth.models.phase.choose_width`; the classifier has 4 layers).
     Discriminator phase: ``gan_epochs`` passes of DP-SGD with expected batch ``gan_batch_size`` (``None``: up to 512
-    rows and at least 1000 steps), ``critic_iters`` discriminator steps per generator step, Adam (0.5, 0.9) at
-    ``critic_learning_rate`` / ``generator_learning_rate``, clipping norm ``gan_max_grad_norm``, penalty weight
-    ``gp_weight``, Gumbel-softmax temperature ``gumbel_tau``. Classifier phase: ``classifier_share`` of the budget
-    after the metadata (0 turns the classifier off; it is off anyway without a categorical target),
-    ``classifier_epochs``, ``classifier_batch_size``, ``classifier_learning_rate``, ``classifier_max_grad_norm``, and
-    the generator's ``classifier_weight``. ``numeric``: the transformer's numeric encoding (``"mode_specific"``,
-    CTAB-GAN+'s; ``max_modes`` components). ``calibration_accountant`` only picks how sigma is calibrated.
+    rows and at least 1000 steps), at most ``gan_max_steps`` steps (2,000: on a large table the cap, not the passes,
+    bounds the work; Census KDD's 199,523 rows get about 5 passes), ``critic_iters`` discriminator steps per
+    generator step, Adam (0.5, 0.9) at ``critic_learning_rate`` / ``generator_learning_rate``, clipping norm
+    ``gan_max_grad_norm``, penalty weight ``gp_weight``, Gumbel-softmax temperature ``gumbel_tau``. Classifier phase:
+    ``classifier_share`` of the budget after the metadata (0 turns the classifier off; it is off anyway without a
+    categorical target), ``classifier_epochs``, ``classifier_batch_size``, ``classifier_max_steps`` (600),
+    ``classifier_learning_rate``, ``classifier_max_grad_norm``, and the generator's ``classifier_weight``.
+    ``numeric``: the transformer's numeric encoding (``"mode_specific"``, CTAB-GAN+'s; ``max_modes`` components).
+    ``calibration_accountant`` only picks how sigma is calibrated.
     ``log_frequency``: the generator trains on CTGAN's log-frequency conditions (see :mod:`._conditional_gan`).
     """
 
@@ -242,6 +247,7 @@ class DTGANDiscriminator(ConditionalGANModel):
         classifier_hidden: tuple[int, ...] | None = None,
         gan_epochs: float = 24.0,
         gan_batch_size: int | None = None,
+        gan_max_steps: int = MAX_STEPS["gan"],
         critic_iters: int = 5,
         critic_learning_rate: float = 0.002,
         generator_learning_rate: float = 0.002,
@@ -251,6 +257,7 @@ class DTGANDiscriminator(ConditionalGANModel):
         classifier_share: float = 0.15,
         classifier_epochs: float = 8.0,
         classifier_batch_size: int | None = None,
+        classifier_max_steps: int = MAX_STEPS["classifier"],
         classifier_learning_rate: float = 0.005,
         classifier_max_grad_norm: float = 1.0,
         classifier_weight: float = 1.0,
@@ -292,7 +299,8 @@ class DTGANDiscriminator(ConditionalGANModel):
         phases: list[DPPhase] = []
         if use_classifier:
             clf_phase = DPPhase("classifier", epochs=self.classifier_epochs, batch_size=self.classifier_batch_size,
-                                min_steps=MIN_STEPS["classifier"], max_grad_norm=self.classifier_max_grad_norm,
+                                min_steps=MIN_STEPS["classifier"], max_steps=self.classifier_max_steps,
+                                max_grad_norm=self.classifier_max_grad_norm,
                                 target_epsilon=target if ledger.non_private
                                 else spent + self.classifier_share * (target - spent), **common)
             train_classifier(classifier, x, class_span, phase=clf_phase,
@@ -300,7 +308,8 @@ class DTGANDiscriminator(ConditionalGANModel):
                              label=self.name)
             phases.append(clf_phase)
         gan_phase = DPPhase("gan", epochs=self.gan_epochs, batch_size=self.gan_batch_size, min_steps=MIN_STEPS["gan"],
-                            max_grad_norm=self.gan_max_grad_norm, target_epsilon=target, **common)
+                            max_steps=self.gan_max_steps, max_grad_norm=self.gan_max_grad_norm,
+                            target_epsilon=target, **common)
         train_conditional_wgan(self.generator_, critic, x, conditions=conditions, spans=self._spans(),
                                phase=gan_phase, params={**self.get_params(), "interpolation": self.interpolation},
                                generator=gen, progress=progress,
@@ -380,6 +389,7 @@ class DTGANGenerator(ConditionalGANModel):
         classifier_share: float = 0.15,
         classifier_epochs: float = 8.0,
         classifier_batch_size: int | None = None,
+        classifier_max_steps: int = MAX_STEPS["classifier"],
         classifier_learning_rate: float = 0.005,
         classifier_max_grad_norm: float = 1.0,
         classifier_weight: float = 1.0,
@@ -427,7 +437,8 @@ class DTGANGenerator(ConditionalGANModel):
         if use_classifier:
             clf_phase = DPPhase("classifier", ledger=ledger, n_dp=n_dp, epochs=self.classifier_epochs,
                                 batch_size=self.classifier_batch_size, largest_batch=LARGEST_BATCH,
-                                min_steps=MIN_STEPS["classifier"], max_grad_norm=self.classifier_max_grad_norm,
+                                min_steps=MIN_STEPS["classifier"], max_steps=self.classifier_max_steps,
+                                max_grad_norm=self.classifier_max_grad_norm,
                                 target_epsilon=target if ledger.non_private
                                 else spent + self.classifier_share * (target - spent), accountant="rdp",
                                 rtol=CALIBRATION_RTOL)

@@ -121,6 +121,28 @@ def test_ledger_within_target_and_phases_composed(fitted):
     assert fitted.budget_["phases"]["gan"]["generator_steps"] == by_phase["gan"].count // FAST["critic_iters"]
 
 
+def test_the_step_caps_bound_both_phases_and_the_noise_follows_the_capped_plan(small, adult_schema):
+    from dpsynth.models.phase import DPPhase
+    from dpsynth.privacy.ledger import PrivacyLedger
+
+    # Census KDD's DP row count with the default sizing: 24 passes at batch 512 would be 9,353 critic steps
+    ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-6)
+    common = dict(ledger=ledger, n_dp=199_523.0, epochs=24.0, batch_size=None, largest_batch=512, min_steps=1000,
+                  target_epsilon=1.0, max_grad_norm=1.0, accountant="rdp", rtol=0.01)
+    uncapped, capped = DPPhase("gan", **common), DPPhase("gan", max_steps=2000, **common)
+    assert uncapped.plan.steps == math.ceil(24 / (512 / 199_523)) == 9353
+    assert capped.plan.steps == 2000 and capped.plan.sample_rate == uncapped.plan.sample_rate
+    assert capped.plan.noise_multiplier < uncapped.plan.noise_multiplier  # fewer steps: less noise for the budget
+    with pytest.raises(InputError, match="max_steps"):
+        DPPhase("gan", max_steps=0, **common)
+    # a fit takes the capped plan, and the ledger charges exactly the capped steps (1000 rows, batch 32: 32 steps)
+    model = DTGANDiscriminator(**{**FAST, "gan_max_steps": 9, "classifier_max_steps": 4})
+    model.fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    by_phase = {e.phase: e.count for e in model.ledger_.entries if e.mechanism == "dp-sgd"}
+    assert by_phase == {"gan": 9, "classifier": 4}
+    assert model.budget_["phases"]["gan"]["steps"] == 9 and model.ledger_.epsilon() <= 1.0
+
+
 def test_the_classifier_is_off_without_a_categorical_target_or_share(small, adult_schema):
     model = DTGANDiscriminator(**{**FAST, "classifier_share": 0.0}).fit(small, epsilon=1.0, delta=1e-5,
                                                                         schema=adult_schema, seed=0)
