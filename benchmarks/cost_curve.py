@@ -3,14 +3,17 @@
 Adult's training split resampled with replacement (seed 0) to each size and written to Parquet once (in chunks:
 the 10M-row file never sits in memory here). Each fit runs in a fresh process (its peak resident memory is its
 own) at epsilon 1, delta 1e-8 (below 1 / n at every size), Adult's public schema and the model's default
-hyper-parameters, under a wall-clock limit: a fit that exceeds it is printed as ``> LIMIT`` and the model's larger
-sizes are skipped (they would take longer still). The select-measure-generate models (``reads_tables``: MST, AIM,
-batch-AIM) get the Parquet path with ``backend="duckdb"``: the rows are counted in DuckDB and never enter the
-Python process, so their memory should stay flat; every other model reads the file into a pandas frame first (in
-the peak). Timing only: nothing is evaluated.
+hyper-parameters (``--param K=V`` sets one for every model), under a wall-clock limit: a fit that exceeds it is
+printed as ``> LIMIT`` and the model's larger sizes are skipped (they would take longer still). The models that read
+tables (``reads_tables``: MST, AIM, batch-AIM count marginals in DuckDB; ``dtgan-d`` and ``dp-ctgan`` encode the rows
+onto disk in chunks and read each DP-SGD step's Poisson sample from there) get the Parquet path with
+``backend="duckdb"``, so their memory should stay flat; every other model reads the file into a pandas frame first
+(in the peak). ``--source frame`` gives every model the frame (the in-memory path, for comparison). Timing only:
+nothing is evaluated.
 
     python benchmarks/cost_curve.py --models marginals,mst,dp-tldm --rows 10000,100000,1000000
     python benchmarks/cost_curve.py --models mst --rows 10000,100000,1000000,10000000 --plot cost.png
+    python benchmarks/cost_curve.py --models dtgan-d --source frame --param gan_max_steps=200
 
 Prints one row per (model, rows): status, fit seconds, peak MB, rows per second. ``--out`` writes the rows as CSV,
 ``--plot`` a PNG with both curves on log-log axes.
@@ -34,19 +37,19 @@ warnings.simplefilter("ignore")
 import pandas as pd
 from dpsynth import datasets
 from dpsynth.models import get_model_class
-name, path = sys.argv[1], sys.argv[2]
+name, path, source, params = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 cls = get_model_class(name)
 start = time.perf_counter()
-if cls.reads_tables:
-    model, data = cls(backend="duckdb"), path
+if cls.reads_tables and source == "file":
+    model, data = cls(backend="duckdb", **params), path
 else:
-    model, data = cls(), pd.read_parquet(path)
+    model, data = cls(**params), pd.read_parquet(path)
 model.fit(data, epsilon=1.0, delta=1e-8, schema=datasets.schema("adult"), seed=0)
 fit = time.perf_counter() - start
 from dpsynth.bench.worker import peak_rss_mb  # VmHWM: ru_maxrss carries the parent's peak
 peak = peak_rss_mb()
 print(json.dumps({"fit_s": fit, "peak_mb": peak, "epsilon": model.ledger_.epsilon(),
-                  "source": "file (duckdb)" if cls.reads_tables else "frame"}))
+                  "source": "file (duckdb)" if isinstance(data, str) else "frame"}))
 """
 
 
@@ -74,10 +77,12 @@ def write_sizes(folder: Path, sizes: list[int], chunk: int = 1_000_000) -> dict[
     return files
 
 
-def fit_once(model: str, path: Path, limit_s: float, threads: int) -> dict:
+def fit_once(model: str, path: Path, limit_s: float, threads: int, source: str = "file",
+             params: dict | None = None) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD, model, str(path)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, model, str(path), source, json.dumps(params or {})],
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=limit_s)
@@ -128,7 +133,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", help="write the rows as CSV here")
     parser.add_argument("--plot", help="write the PNG here")
+    parser.add_argument("--source", choices=("file", "frame"), default="file",
+                        help="file: the Parquet path to the models that read tables (default); frame: pandas for all")
+    parser.add_argument("--param", action="append", default=[], metavar="K=V",
+                        help="a hyper-parameter for every model (JSON values: 200, true, [64, 64])")
     args = parser.parse_args()
+    params = {}
+    for pair in args.param:
+        key, _, value = pair.partition("=")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
     sizes = sorted(int(n) for n in args.rows.split(","))
     rows: list[dict] = []
     print(f"{'model':12s} {'rows':>9s} {'status':8s} {'source':13s} {'fit_s':>8s} {'peak_mb':>8s} {'rows/s':>9s}")
@@ -136,7 +152,8 @@ def main() -> None:
         files = write_sizes(Path(folder), sizes)
         for model in args.models.split(","):
             for n in sizes:
-                r = {"model": model, "rows": n, **fit_once(model, files[n], args.limit, args.threads)}
+                r = {"model": model, "rows": n, **fit_once(model, files[n], args.limit, args.threads, args.source,
+                                                           params)}
                 rows.append(r)
                 if r["status"] == "ok":
                     print(f"{model:12s} {n:9d} {'ok':8s} {r['source']:13s} {r['fit_s']:8.1f} {r['peak_mb']:8.0f} "

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -117,6 +118,11 @@ class SQLTable:
     def row_count(self) -> int:
         raise NotImplementedError
 
+    def row_batches(self, names: list[str], rows: int) -> Iterator[pd.DataFrame]:
+        """The rows' ``names`` columns, in the table's order, ``rows`` at a time (streamed: one batch in memory at a
+        time). For models that train on the rows themselves (DP-SGD from a file, :mod:`dpsynth.data.row_store`)."""
+        raise NotImplementedError
+
     def code_counts(self, expr: str, inputs: dict[str, str] | None = None) -> dict[int, int]:
         """{code: number of rows} of one integer SQL expression over the relation. ``inputs``: {alias: SQL
         expression over the relation} computed once per row first, which ``expr`` then reads by alias (an
@@ -145,6 +151,9 @@ class SQLTable:
             else:
                 out.append(q)
         return out
+
+
+_DUCKDB_VECTOR = 2048  # rows in one of DuckDB's vectors (its STANDARD_VECTOR_SIZE)
 
 
 class DuckDBTable(SQLTable):
@@ -231,6 +240,19 @@ class DuckDBTable(SQLTable):
         exprs = [f"{self.number_sql(n)} AS {self.quote(n)}" if n in names else self.quote(n) for n in self.names]
         self.relation = f"(SELECT {', '.join(exprs)} FROM {self.relation})"
         self.types.update({n: "DOUBLE" for n in names})
+
+    def row_batches(self, names: list[str], rows: int) -> Iterator[pd.DataFrame]:
+        columns = ", ".join(self.quote(n) for n in names)
+        vectors = max(1, int(rows) // _DUCKDB_VECTOR)
+        with engine_errors("DuckDB", self.what):
+            # streamed by DuckDB's vectors straight into pandas: peak memory 267 -> 343 MB from 0.3M to 5.9M Adult
+            # rows (measured), where Arrow batches converted to pandas grew 230 -> 671 MB
+            result = self.con.execute(f"SELECT {columns} FROM {self.relation}")
+            while True:
+                batch = result.fetch_df_chunk(vectors)
+                if len(batch) == 0:
+                    return
+                yield batch
 
     def row_count(self) -> int:
         with engine_errors("DuckDB", self.what):
@@ -324,6 +346,18 @@ class SparkTable(SQLTable):
         self.frame = self.frame.selectExpr(*[f"{self.number_sql(n)} AS {self.quote(n)}" if n in names
                                              else self.quote(n) for n in self.names])
         self.types.update({n: "DOUBLE" for n in names})
+
+    def row_batches(self, names: list[str], rows: int) -> Iterator[pd.DataFrame]:
+        batch: list[tuple] = []
+        with engine_errors("Spark", self.what):
+            # partition by partition to the driver (one partition and one batch in memory at a time)
+            for row in self.frame.select(*[self.quote(n) for n in names]).toLocalIterator():
+                batch.append(tuple(row))
+                if len(batch) == rows:
+                    yield pd.DataFrame(batch, columns=names)
+                    batch = []
+            if batch:
+                yield pd.DataFrame(batch, columns=names)
 
     def row_count(self) -> int:
         with engine_errors("Spark", self.what):

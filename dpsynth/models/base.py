@@ -146,11 +146,12 @@ class Synthesizer(ABC):
     ) -> Synthesizer:
         """Fit on private ``data`` within a privacy budget; see the module docstring.
 
-        ``data`` is a pandas DataFrame; models with ``reads_tables`` (``aim``, ``mst``, ``batch-aim`` with
-        ``backend="duckdb"`` or ``"spark"``) also take a Parquet / CSV path or a Spark DataFrame, counted by the
-        engine without loading the rows (:mod:`dpsynth.marginals.tables`); without a public ``schema``, DP discovery
-        runs in the engine: from the column types of a Parquet file or a Spark DataFrame, and on a CSV file (which
-        has no types) with private dtypes, as ``dpsynth fit FILE.csv`` reads it with pandas.
+        ``data`` is a pandas DataFrame; models with ``reads_tables`` (``aim``, ``mst``, ``batch-aim``, ``dtgan-d``,
+        ``dp-ctgan`` with ``backend="duckdb"`` or ``"spark"``) also take a Parquet / CSV path or a Spark DataFrame,
+        counted by the engine without loading the rows (:mod:`dpsynth.marginals.tables`; the DP-SGD models encode
+        the rows onto disk in chunks and read each step's Poisson sample from there); without a public ``schema``,
+        DP discovery runs in the engine: from the column types of a Parquet file or a Spark DataFrame, and on a CSV
+        file (which has no types) with private dtypes, as ``dpsynth fit FILE.csv`` reads it with pandas.
 
         The budget is a :class:`~dpsynth.privacy.budget.PrivacyBudget` (``fit(df, PrivacyBudget(1.0, 1e-5))``) or
         its fields as keywords (``fit(df, epsilon=1.0, delta=1e-5, metadata_share=0.1)``), not both.
@@ -194,16 +195,19 @@ class Synthesizer(ABC):
                 "Without a schema, fit discovers the metadata with DP. Found provenance 'inferred'."
             )
         if in_engine and not self.reads_tables:
+            from dpsynth.models import available_models, get_model_class
+
+            readers = ", ".join(n for n in available_models() if get_model_class(n).reads_tables)
             raise InputError(f"Model '{self.name}' fits a pandas DataFrame: read the table first (e.g. "
-                             "pd.read_parquet). A file path or a Spark DataFrame is for the models that count "
-                             "marginals where the rows live (aim, mst, batch-aim with backend='duckdb' or 'spark').")
+                             "pd.read_parquet). A file path or a Spark DataFrame is for the models that read "
+                             f"tables where they live ({readers}; with backend='duckdb' or 'spark').")
         self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta))
         self.fit_info_ = {"metadata_share": float(metadata_share), "seeded": seed is not None,
                           "public_schema": schema is not None, "dtypes": dtypes}
         rng = np.random.default_rng(seed)
         if in_engine:
             self._fit_in_engine(data, schema, metadata_share, rng=rng, progress=progress, dtypes=dtypes)
-            self.marginal_map_ = None
+            self._fit_marginal_map(rng)
             self._fitted = True
             return self
         # metadata: public schema or DP discovery, plus DP row count and histograms (phase "metadata")
@@ -217,15 +221,19 @@ class Synthesizer(ABC):
         frame = conform(data, self.schema_, exact=self.ledger_.non_private)
         self._fit(frame, rng=rng, progress=progress)
         del frame
+        self._fit_marginal_map(rng)
+        self._fitted = True
+        return self
+
+    def _fit_marginal_map(self, rng: np.random.Generator) -> None:
+        """With ``match_marginals``: the marginal map of :mod:`dpsynth.models.marginal_map` (post-processing: samples
+        of the trained model and the DP histograms); else none."""
         self.marginal_map_ = None
         if getattr(self, "match_marginals", False):
-            # post-processing: samples of the trained model + the DP histograms (see marginal_map.py)
             from dpsynth.models.marginal_map import MarginalMap
 
             reference = self._sample(MARGINAL_REFERENCE_ROWS, rng=np.random.default_rng(rng.integers(2**63)))
             self.marginal_map_ = MarginalMap.fit(reference, self.schema_, self.metadata_)
-        self._fitted = True
-        return self
 
     def _fit_in_engine(self, source, schema: Schema, share: float, *, rng: np.random.Generator,
                        progress: bool, dtypes: str) -> None:

@@ -72,6 +72,7 @@ class DPCTGAN(DTGANDiscriminator):
         calibration_accountant: str = "pld",
         log_frequency: bool = True,
         match_marginals: bool = False,
+        backend: str = "numpy",
     ):
         self._keep(locals())
         # DTGAN_D's classifier is off: not a hyper-parameter of DP-CTGAN

@@ -64,6 +64,8 @@ from dpsynth.models.phase import DPPhase, budget_summary, choose_width, json_num
 __all__ = ["DTGANDiscriminator", "DTGANGenerator"]
 
 _SAMPLE_CHUNK = 65_536
+#: rows per chunk when a file is encoded onto disk (fit from a table)
+ENCODE_CHUNK_ROWS = 65_536
 _GENERATE_BATCH = 4096
 #: sizing rule of the DP phases (dpsynth.models.phase): batches up to 512 rows; at least 1000 discriminator steps;
 #: the default caps (hyper-parameters ``gan_max_steps`` / ``classifier_max_steps``) keep the work of a fit bounded on
@@ -71,6 +73,8 @@ _GENERATE_BATCH = 4096
 LARGEST_BATCH = 512
 MIN_STEPS = {"classifier": 200, "gan": 1000}
 MAX_STEPS = {"classifier": 600, "gan": 2000}
+#: where the rows of a fit are read: a pandas frame in memory ("numpy"), or a file / Spark DataFrame encoded onto disk
+ROW_BACKENDS = ("numpy", "duckdb", "spark")
 CALIBRATION_RTOL = 0.01
 #: the widest critic / classifier layers the width rule gives
 CRITIC_WIDTH, CLASSIFIER_WIDTH = 128, 64
@@ -139,6 +143,24 @@ class ConditionalGANModel(Synthesizer):
             transformer.fit(self.metadata_, rng=rng)
         self.transformer_ = transformer
         return torch.as_tensor(np.ascontiguousarray(transformer.transform(frame, rng=rng)), dtype=torch.float32)
+
+    def _encode_table(self, table, rng: np.random.Generator):
+        """The rows of an engine-held table encoded chunk by chunk onto disk (:mod:`dpsynth.data.row_store`): the
+        encoding is fitted on the metadata (DP; exact counts in the non-private mode) and each chunk is conformed to
+        the schema and encoded as the frame path encodes its rows (the same function of each row; the random draws
+        of mode-specific encoding come in another order, so a seed gives other draws than from a frame)."""
+        from dpsynth.data.frame import conform
+        from dpsynth.data.row_store import EncodedRows
+        from dpsynth.data.transformers import TableTransformer
+
+        transformer = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot",
+                                       max_modes=self.max_modes)
+        transformer.fit(self.metadata_, rng=rng)
+        self.transformer_ = transformer
+        exact = self.ledger_.non_private
+        chunks = (transformer.transform(conform(chunk, self.schema_, exact=exact), rng=rng)
+                  for chunk in table.row_batches(list(self.schema_.names), ENCODE_CHUNK_ROWS))
+        return EncodedRows.write(chunks, width=transformer.output_dim)
 
     def _fit_category_weights(self, gen: torch.Generator) -> None:
         self.category_weights_ = None
@@ -224,10 +246,15 @@ class DTGANDiscriminator(ConditionalGANModel):
     ``numeric``: the transformer's numeric encoding (``"mode_specific"``, CTAB-GAN+'s; ``max_modes`` components).
     ``calibration_accountant`` only picks how sigma is calibrated.
     ``log_frequency``: the generator trains on CTGAN's log-frequency conditions (see :mod:`._conditional_gan`).
+    ``backend``: ``"numpy"`` fits a pandas frame in memory; ``"duckdb"`` / ``"spark"`` take a Parquet / CSV path
+    (or a Spark DataFrame): the metadata phase runs in the engine, the rows are encoded onto disk in chunks and each
+    DP-SGD step reads only its Poisson sample (:mod:`dpsynth.data.row_store`), so memory does not grow with the rows.
+    Same mechanisms, plan and ledger as from a frame; the encoding is fitted on the metadata even at epsilon = inf.
     """
 
     name = "dtgan-d"
     phases = ("metadata", "classifier", "gan")
+    reads_tables = True  # fit(path, backend="duckdb"): rows encoded onto disk, read by Poisson batch
     interpolation = "spherical"  # seed 002's penalty interpolates (dp-ctgan: "linear")
     zero_allowed = ("gp_weight", "classifier_share", "classifier_weight")
     default_metadata_share = 0.3
@@ -264,6 +291,7 @@ class DTGANDiscriminator(ConditionalGANModel):
         calibration_accountant: str = "pld",
         log_frequency: bool = False,
         match_marginals: bool = True,
+        backend: str = "numpy",
     ):
         self._keep(locals())
 
@@ -272,13 +300,32 @@ class DTGANDiscriminator(ConditionalGANModel):
         super()._check_params()
         if self.calibration_accountant not in ("pld", "rdp"):
             raise InputError(f"calibration_accountant must be 'pld' or 'rdp'. Found {self.calibration_accountant!r}.")
+        if self.backend not in ROW_BACKENDS:
+            raise InputError(f"backend must be one of {', '.join(ROW_BACKENDS)}. Found {self.backend!r}.")
 
     # ------------------------------------------------------------------ fit
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
         self._check_params()
         t0 = time.perf_counter()
+        self._train(self._encode(frame, rng), rng=rng, progress=progress)
+        self.fit_seconds_ = time.perf_counter() - t0  # depends on the exact row count: in memory only, never saved
+
+    def _fit_table(self, table, *, rng: np.random.Generator, progress: bool) -> None:
+        """Fit from a file (or a Spark DataFrame): the rows are encoded onto disk once and each DP-SGD step reads
+        its Poisson sample from there (:mod:`dpsynth.data.row_store`), so memory does not grow with the rows."""
+        self._check_params()
+        t0 = time.perf_counter()
+        rows = self._encode_table(table, rng)
+        try:
+            self._train(rows, rng=rng, progress=progress)
+        finally:
+            rows.close()
+        self.fit_seconds_ = time.perf_counter() - t0
+
+    def _train(self, x, *, rng: np.random.Generator, progress: bool) -> None:
+        """The classifier and GAN phases on the encoded rows ``x`` (a tensor, or rows on disk: indexed by the
+        sampler's positions only)."""
         ledger = self.ledger_
-        x = self._encode(frame, rng)
         transformer = self.transformer_
         conditions = Conditions(transformer)
         class_span = target_span(transformer, self.schema_.target)
@@ -317,7 +364,6 @@ class DTGANDiscriminator(ConditionalGANModel):
         phases.append(gan_phase)
         self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=phases,
                                       shares={"classifier": self.classifier_share, "gan": 1.0})
-        self.fit_seconds_ = time.perf_counter() - t0  # depends on the exact row count: in memory only, never saved
         self._fit_category_weights(gen)
 
 @register

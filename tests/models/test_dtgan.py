@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from dpsynth.data.row_store import EncodedRows
 from dpsynth.data.transformers import TableTransformer
 from dpsynth.errors import InputError
 from dpsynth.models import get_model_class
@@ -23,6 +24,7 @@ from dpsynth.models.networks.gan import Critic
 from dpsynth.privacy.per_example import per_example_grads
 
 FAST = dict(DTGANDiscriminator.fast_params)
+_READ, _CLOSE = EncodedRows.__getitem__, EncodedRows.close
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +143,73 @@ def test_the_step_caps_bound_both_phases_and_the_noise_follows_the_capped_plan(s
     by_phase = {e.phase: e.count for e in model.ledger_.entries if e.mechanism == "dp-sgd"}
     assert by_phase == {"gan": 9, "classifier": 4}
     assert model.budget_["phases"]["gan"]["steps"] == 9 and model.ledger_.epsilon() <= 1.0
+
+
+def _fit_from(source, schema, monkeypatch, **params):
+    """A fit of dtgan-d with the minmax encoding (no random draws), recording every read of the rows on disk and
+    the whole encoded matrix before the store is removed."""
+    reads, kept = [], {}
+
+    def keep_and_close(self):
+        kept["x"] = _READ(self, np.arange(len(self)))
+        _CLOSE(self)
+
+    monkeypatch.setattr(EncodedRows, "__getitem__", lambda self, idx: reads.append(len(idx)) or _READ(self, idx))
+    monkeypatch.setattr(EncodedRows, "close", keep_and_close)
+    model = DTGANDiscriminator(**{**FAST, "numeric": "minmax", **params})
+    model.fit(source, epsilon=1.0, delta=1e-5, schema=schema, seed=0)
+    return model, reads, kept.get("x")
+
+
+def _plan(model):
+    keys = ("batch_size", "sample_rate", "steps", "steps_taken", "noise_multiplier")
+    return {phase: {k: info[k] for k in keys} for phase, info in model.budget_["phases"].items()}
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_a_fit_from_a_file_trains_on_the_rows_on_disk_with_the_frame_fits_plan(small, adult_schema, tmp_path,
+                                                                                monkeypatch, suffix):
+    from dpsynth.data.frame import conform
+
+    path = tmp_path / f"adult{suffix}"
+    small.to_parquet(path) if suffix == ".parquet" else small.to_csv(path, index=False)
+    from_frame, frame_reads, _ = _fit_from(small, adult_schema, monkeypatch)
+    from_file, reads, encoded = _fit_from(str(path), adult_schema, monkeypatch, backend="duckdb")
+    assert frame_reads == []  # a frame fit keeps its rows in memory
+    # the same metadata release (same code, same draws), hence the same plan, noise and ledger
+    assert from_file.metadata_.n_rows == from_frame.metadata_.n_rows
+    assert _plan(from_file) == _plan(from_frame)
+    assert from_file.ledger_.epsilon() == pytest.approx(from_frame.ledger_.epsilon())
+    # each DP-SGD step reads its Poisson sample, and nothing else, from disk
+    steps = sum(info["steps_taken"] for info in from_file.budget_["phases"].values())
+    assert len(reads) == steps and sum(reads) < 0.2 * steps * len(small)
+    # the rows on disk are the frame path's encoding, row by row
+    expected = from_file.transformer_.transform(conform(small, adult_schema), rng=np.random.default_rng(0))
+    np.testing.assert_allclose(encoded.numpy(), expected, rtol=1e-6, atol=1e-6)
+    assert from_file.marginal_map_ is not None  # the marginal map is fitted after an engine fit too
+    synthetic = from_file.sample(300, seed=1)
+    assert list(synthetic.columns) == list(adult_schema.names) and len(synthetic) == 300
+
+
+def test_only_the_models_that_read_tables_take_a_path(small, adult_schema, tmp_path):
+    path = tmp_path / "adult.parquet"
+    small.to_parquet(path)
+    with pytest.raises(InputError, match="backend='duckdb' or 'spark'"):
+        DTGANDiscriminator(**FAST).fit(str(path), epsilon=1.0, delta=1e-5, schema=adult_schema)
+    with pytest.raises(InputError, match="dtgan-d"):  # the message names the models that do
+        DTGANGenerator(**dict(DTGANGenerator.fast_params)).fit(str(path), epsilon=1.0, delta=1e-5,
+                                                               schema=adult_schema)
+    with pytest.raises(InputError, match="backend must be one of"):
+        DTGANDiscriminator(backend="polars").check_params()
+
+
+def test_a_spark_frame_is_fitted_as_the_parquet_file_is(spark, small, adult_schema, tmp_path, monkeypatch):
+    path = tmp_path / "adult.parquet"
+    small.to_parquet(path)
+    from_file, _, encoded = _fit_from(str(path), adult_schema, monkeypatch, backend="duckdb")
+    on_spark, _, encoded_spark = _fit_from(spark.read.parquet(str(path)), adult_schema, monkeypatch, backend="spark")
+    assert _plan(on_spark) == _plan(from_file)
+    np.testing.assert_allclose(encoded_spark.numpy(), encoded.numpy())
 
 
 def test_the_classifier_is_off_without_a_categorical_target_or_share(small, adult_schema):

@@ -1,0 +1,88 @@
+"""Encoded private rows on disk, read by position: how a DP-SGD model trains on a table larger than memory.
+
+A fit from a file (``fit(path, backend="duckdb")``) encodes the rows once, chunk by chunk, with the transformer
+already fitted on the DP metadata, into a float32 matrix in a private temporary folder (mode 0700, removed by
+:meth:`EncodedRows.close` or when the store is collected). Each DP-SGD step then reads only the rows its Poisson
+sample drew, by positioned reads (``store[idx]``): the file's pages stay in the operating system's cache, not in the
+process. Memory is one chunk while encoding and one batch while training, whatever the number of rows.
+
+The store holds private rows: it is never saved with a model and never leaves the fit. ``len(store)`` is the exact
+row count, used as the private ``n_rows`` of the sampler (never recorded; the sampling rate and the ledger use the
+DP row count, as for a tensor in memory).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterable
+
+import numpy as np
+import torch
+
+from dpsynth.errors import InputError
+
+__all__ = ["EncodedRows"]
+
+_FILE = "rows.f32"
+
+
+class EncodedRows:
+    """A float32 matrix of ``n_rows`` x ``width`` in a private folder; index it like a tensor of rows."""
+
+    def __init__(self, folder: str, n_rows: int, width: int):
+        self.folder, self.n_rows, self.width = folder, int(n_rows), int(width)
+        self.path = os.path.join(folder, _FILE)
+        self._finalizer = weakref.finalize(self, shutil.rmtree, folder, True)
+
+    @classmethod
+    def write(cls, chunks: Iterable[np.ndarray], *, width: int) -> EncodedRows:
+        """Write the encoded chunks (each ``rows x width``) in order; nothing is left behind if a chunk fails."""
+        folder = tempfile.mkdtemp(prefix="dpsynth-rows-")  # mode 0700
+        n_rows = 0
+        try:
+            with open(os.path.join(folder, _FILE), "wb") as out:
+                for chunk in chunks:
+                    chunk = np.ascontiguousarray(chunk, dtype=np.float32)
+                    if chunk.ndim != 2 or chunk.shape[1] != width:
+                        raise InputError(f"Internal error: an encoded chunk has shape {chunk.shape}, expected "
+                                         f"(rows, {width}).")
+                    out.write(chunk.tobytes())
+                    n_rows += chunk.shape[0]
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        return cls(folder, n_rows, width)
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n_rows, self.width)
+
+    def __getitem__(self, idx) -> torch.Tensor:
+        """The rows at positions ``idx`` (a tensor or array of integers), in that order, as a new float32 tensor."""
+        positions = idx.numpy() if isinstance(idx, torch.Tensor) else np.asarray(idx)
+        positions = positions.astype(np.int64, copy=False).reshape(-1)
+        if positions.size == 0 or self.n_rows == 0:
+            return torch.zeros((positions.size, self.width), dtype=torch.float32)
+        if positions.min() < 0 or positions.max() >= self.n_rows:
+            raise InputError("Internal error: a row position is outside the encoded rows.")
+        # row by row with positioned reads: a memory map of the file let the kernel's read-ahead map hundreds of
+        # MB into the process for one batch of sorted positions (measured: 500 rows of a 1.2 GB file, +557 MB of
+        # peak memory); reads cost ~2 us a row
+        rows = np.empty((positions.size, self.width), dtype=np.float32)
+        view, size = memoryview(rows).cast("B"), self.width * 4
+        with open(self.path, "rb", buffering=0) as f:
+            for k, position in enumerate(positions.tolist()):
+                f.seek(position * size)
+                if f.readinto(view[k * size:(k + 1) * size]) != size:
+                    raise InputError("Internal error: the encoded rows' file is shorter than written.")
+        return torch.from_numpy(rows)
+
+    def close(self) -> None:
+        """Remove the folder (also done when the store is collected)."""
+        self._finalizer()
