@@ -191,6 +191,30 @@ def test_a_fit_from_a_file_trains_on_the_rows_on_disk_with_the_frame_fits_plan(s
     assert list(synthetic.columns) == list(adult_schema.names) and len(synthetic) == 300
 
 
+def test_the_cli_fits_dtgan_d_from_a_file_without_loading_it(small, adult_schema, tmp_path, monkeypatch):
+    import json
+
+    import dpsynth.datasets
+    from dpsynth.cli.main import main
+    from dpsynth.models import load_model
+
+    data, schema_file, out = tmp_path / "adult.parquet", tmp_path / "schema.json", tmp_path / "m.dpsynth"
+    small.to_parquet(data)
+    adult_schema.save(schema_file)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the CLI loaded the private table into pandas")
+
+    monkeypatch.setattr(dpsynth.datasets, "load_table", refuse)
+    params = [arg for k, v in FAST.items() for arg in ("--param", f"{k}={json.dumps(v)}")]
+    assert main(["fit", str(data), "--model", "dtgan-d", "--backend", "duckdb", "--schema", str(schema_file),
+                 "--epsilon", "1", "--out", str(out), "--quiet", "--seed", "3", *params]) == 0
+    model = load_model(out)
+    reference = DTGANDiscriminator(**FAST).fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=3)
+    assert _plan(model) == _plan(reference)  # the same DP metadata, plan and noise as the library's frame fit
+    assert len(model.sample(200, seed=0)) == 200
+
+
 def test_only_the_models_that_read_tables_take_a_path(small, adult_schema, tmp_path):
     path = tmp_path / "adult.parquet"
     small.to_parquet(path)
