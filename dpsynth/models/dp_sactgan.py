@@ -83,6 +83,7 @@ class DPSACTGAN(DTGANGenerator):
         classifier_weight: float = 1.0,
         log_frequency: bool = False,
         match_marginals: bool = True,
+        backend: str = "numpy",
     ):
         self._keep(locals())
 

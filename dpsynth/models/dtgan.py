@@ -110,6 +110,8 @@ class ConditionalGANModel(Synthesizer):
             raise InputError(f"numeric must be one of {', '.join(NUMERIC_METHODS)}. Found {self.numeric!r}.")
         if not 0.0 <= self.classifier_share < 1.0:
             raise InputError(f"classifier_share must be in [0, 1). Found {self.classifier_share}.")
+        if getattr(self, "backend", "numpy") not in ROW_BACKENDS:
+            raise InputError(f"backend must be one of {', '.join(ROW_BACKENDS)}. Found {self.backend!r}.")
 
     def _spans(self) -> list[tuple[int, int, str]]:
         return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]
@@ -161,6 +163,29 @@ class ConditionalGANModel(Synthesizer):
         chunks = (transformer.transform(conform(chunk, self.schema_, exact=exact), rng=rng)
                   for chunk in table.row_batches(list(self.schema_.names), ENCODE_CHUNK_ROWS))
         return EncodedRows.write(chunks, width=transformer.output_dim)
+
+    def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
+        self._check_params()
+        t0 = time.perf_counter()
+        self._train(self._encode(frame, rng), rng=rng, progress=progress)
+        self.fit_seconds_ = time.perf_counter() - t0  # depends on the exact row count: in memory only, never saved
+
+    def _fit_table(self, table, *, rng: np.random.Generator, progress: bool) -> None:
+        """Fit from a file (or a Spark DataFrame): the rows are encoded onto disk once and every read of them is by
+        position (:mod:`dpsynth.data.row_store`), so memory does not grow with the rows."""
+        self._check_params()
+        t0 = time.perf_counter()
+        rows = self._encode_table(table, rng)
+        try:
+            self._train(rows, rng=rng, progress=progress)
+        finally:
+            rows.close()
+        self.fit_seconds_ = time.perf_counter() - t0
+
+    def _train(self, x, *, rng: np.random.Generator, progress: bool) -> None:
+        """Train on the encoded rows ``x``: a tensor, or rows on disk (:class:`~dpsynth.data.row_store.EncodedRows`),
+        read only as ``x[positions]``, ``len(x)`` and ``x.shape``."""
+        raise NotImplementedError
 
     def _fit_category_weights(self, gen: torch.Generator) -> None:
         self.category_weights_ = None
@@ -300,28 +325,8 @@ class DTGANDiscriminator(ConditionalGANModel):
         super()._check_params()
         if self.calibration_accountant not in ("pld", "rdp"):
             raise InputError(f"calibration_accountant must be 'pld' or 'rdp'. Found {self.calibration_accountant!r}.")
-        if self.backend not in ROW_BACKENDS:
-            raise InputError(f"backend must be one of {', '.join(ROW_BACKENDS)}. Found {self.backend!r}.")
 
     # ------------------------------------------------------------------ fit
-    def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
-        self._check_params()
-        t0 = time.perf_counter()
-        self._train(self._encode(frame, rng), rng=rng, progress=progress)
-        self.fit_seconds_ = time.perf_counter() - t0  # depends on the exact row count: in memory only, never saved
-
-    def _fit_table(self, table, *, rng: np.random.Generator, progress: bool) -> None:
-        """Fit from a file (or a Spark DataFrame): the rows are encoded onto disk once and each DP-SGD step reads
-        its Poisson sample from there (:mod:`dpsynth.data.row_store`), so memory does not grow with the rows."""
-        self._check_params()
-        t0 = time.perf_counter()
-        rows = self._encode_table(table, rng)
-        try:
-            self._train(rows, rng=rng, progress=progress)
-        finally:
-            rows.close()
-        self.fit_seconds_ = time.perf_counter() - t0
-
     def _train(self, x, *, rng: np.random.Generator, progress: bool) -> None:
         """The classifier and GAN phases on the encoded rows ``x`` (a tensor, or rows on disk: indexed by the
         sampler's positions only)."""
@@ -403,9 +408,12 @@ class DTGANGenerator(ConditionalGANModel):
     phase, the networks and ``log_frequency`` as in ``dtgan-d``. ``pac`` > 1: PacGAN, each discriminator scores
     packs of ``pac`` rows (``batch_size`` must be a multiple). The accounting is unchanged: the discriminators are
     not private anyway, and the sanitizer still clips each generated row's gradient, whatever its pack.
+    ``backend``: as in ``dtgan-d`` (``"duckdb"`` / ``"spark"``: a file's rows encoded onto disk; the shard
+    discriminators read their rows from there by position).
     """
 
     name = "dtgan-g"
+    reads_tables = True  # fit(path, backend="duckdb"): rows encoded onto disk, each read by position
     phases = ("metadata", "classifier", "generator")
     zero_allowed = ("gp_weight", "classifier_share", "classifier_weight")
     default_metadata_share = 0.3
@@ -441,6 +449,7 @@ class DTGANGenerator(ConditionalGANModel):
         classifier_weight: float = 1.0,
         log_frequency: bool = False,
         match_marginals: bool = True,
+        backend: str = "numpy",
     ):
         self._keep(locals())
 
@@ -452,14 +461,11 @@ class DTGANGenerator(ConditionalGANModel):
             raise InputError(f"batch_size must be a multiple of pac (PacGAN packs). Found {self.batch_size} and "
                              f"pac {self.pac}.")
 
-    def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
+    def _train(self, x, *, rng: np.random.Generator, progress: bool) -> None:
         from dpsynth.privacy.calibration import calibrate_noise
         from dpsynth.privacy.sanitizer import GradientSanitizer, SanitizerConfig
 
-        self._check_params()
-        t0 = time.perf_counter()
         ledger = self.ledger_
-        x = self._encode(frame, rng)
         conditions = Conditions(self.transformer_)
         class_span = target_span(self.transformer_, self.schema_.target)
         use_classifier = class_span is not None and self.classifier_share > 0
@@ -519,7 +525,6 @@ class DTGANGenerator(ConditionalGANModel):
                     "steps": int(self.generator_steps), **done, "epsilon_after": json_number(ledger.epsilon())}
         phases.append(("generator", settings))
         self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=phases, shares=shares)
-        self.fit_seconds_ = time.perf_counter() - t0
         self._fit_category_weights(gen)
 
 
