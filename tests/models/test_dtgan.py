@@ -191,6 +191,8 @@ def test_a_fit_from_a_file_trains_on_the_rows_on_disk_with_the_frame_fits_plan(s
     assert list(synthetic.columns) == list(adult_schema.names) and len(synthetic) == 300
 
 
+@pytest.mark.slow(reason="two dtgan-d fits through the CLI, about 9 s")
+@pytest.mark.ci
 def test_the_cli_fits_dtgan_d_from_a_file_without_loading_it(small, adult_schema, tmp_path, monkeypatch):
     import json
 
@@ -215,7 +217,8 @@ def test_the_cli_fits_dtgan_d_from_a_file_without_loading_it(small, adult_schema
     assert len(model.sample(200, seed=0)) == 200
 
 
-@pytest.mark.parametrize("name", ["dtgan-g", "dp-sactgan"])
+@pytest.mark.parametrize("name", ["dtgan-g", pytest.param("dp-sactgan", marks=[
+    pytest.mark.slow(reason="two attention-GAN fits, about 10 s; dtgan-g covers the shared path"), pytest.mark.ci])])
 def test_the_sanitized_generator_models_fit_a_file_as_they_fit_the_frame(name, small, adult_schema, tmp_path):
     path = tmp_path / "adult.parquet"
     small.to_parquet(path)
