@@ -46,9 +46,8 @@ class EncodedRows:
             with open(os.path.join(folder, _FILE), "wb") as out:
                 for chunk in chunks:
                     chunk = np.ascontiguousarray(chunk, dtype=np.float32)
-                    if chunk.ndim != 2 or chunk.shape[1] != width:
-                        raise InputError(f"Internal error: an encoded chunk has shape {chunk.shape}, expected "
-                                         f"(rows, {width}).")
+                    if chunk.ndim != 2 or chunk.shape[1] != width:  # the message names no row count (rule 8)
+                        raise InputError(f"Internal error: an encoded chunk is not a matrix of {width} columns.")
                     out.write(chunk.tobytes())
                     n_rows += chunk.shape[0]
         except BaseException:

@@ -53,7 +53,7 @@ def test_the_folder_is_private_and_removed_at_close_and_on_failure(tmp_path, mon
 
     with pytest.raises(ValueError, match="a chunk failed"):
         EncodedRows.write(failing(), width=3)
-    with pytest.raises(InputError, match="shape"):
+    with pytest.raises(InputError, match="not a matrix of 3 columns"):
         EncodedRows.write([np.ones((2, 4))], width=3)
     assert list(tmp_path.iterdir()) == []  # no partial file left behind
 
