@@ -204,8 +204,12 @@ def _local_results(pending: list[Run], limits, threads: int, workers: int, execu
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(execute, run.to_dict(), limits, threads): run for run in pending}
+        futures: dict = {}
+        # the submissions are inside the try: an interrupt that lands while they are made (a worker thread may
+        # already have started its process) must kill it too, or leaving the pool waits for that run to finish
         try:
+            for run in pending:
+                futures[pool.submit(execute, run.to_dict(), limits, threads)] = run
             for future in as_completed(futures):
                 yield futures[future], future.result()
         except BaseException:  # Ctrl-C or a failed commit: no new runs, and the ones in flight are killed
