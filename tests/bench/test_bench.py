@@ -289,6 +289,8 @@ def test_ctrl_c_kills_the_runs_in_flight_and_records_none_of_them(tmp_path):
         assert len(store.runs()) == 0  # the interrupted run is not recorded: it runs again next time
 
 
+@pytest.mark.slow(reason="starts a local Ray cluster, about 18 s")
+@pytest.mark.ci
 def test_ray_executor_in_local_mode(tmp_path):
     pytest.importorskip("ray")
     counts = run_bench(parse_spec(SMALL), tmp_path / "r.duckdb", workers=2, executor="ray", progress=False,

@@ -286,6 +286,8 @@ def test_black_box_canary_audit(adult_schema, adult, match_marginals):
     assert result.eps_lower_bound <= model.ledger_.epsilon()
 
 
+@pytest.mark.slow(reason="the audit's power check: a noise-off fit and its audit, about 15 s")
+@pytest.mark.ci
 def test_black_box_canary_audit_has_power(adult_schema, adult):
     """The same audit (canaries, score, guesses) on the non-private mode: it must reject the DP run's epsilon = 1,
     so the DP assertion above is one that can fail. Measured: 15/15 correct, eps_LB 1.51 (the largest 15 guesses can

@@ -181,6 +181,8 @@ def test_black_box_canary_audit(adult_schema, adult, match_marginals):
     assert result.eps_lower_bound <= model.ledger_.epsilon()
 
 
+@pytest.mark.slow(reason="the audit's power check: two noise-off fits and their audits, about 20 s")
+@pytest.mark.ci
 @pytest.mark.parametrize("match_marginals", [True, False])
 def test_black_box_canary_audit_has_power(adult_schema, adult, match_marginals):
     """The same audit (canaries, score, guesses) on the non-private mode: it must reject the DP run's epsilon = 1,
