@@ -136,15 +136,11 @@ def main() -> None:
     parser.add_argument("--source", choices=("file", "frame"), default="file",
                         help="file: the Parquet path to the models that read tables (default); frame: pandas for all")
     parser.add_argument("--param", action="append", default=[], metavar="K=V",
-                        help="a hyper-parameter for every model (JSON values: 200, true, [64, 64])")
+                        help="a hyper-parameter for every model (numbers, true/false, comma lists: 64,64)")
     args = parser.parse_args()
-    params = {}
-    for pair in args.param:
-        key, _, value = pair.partition("=")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
+    from adult_quality import parse_params  # this folder is on sys.path when run as a script
+
+    params = parse_params(args.param)
     sizes = sorted(int(n) for n in args.rows.split(","))
     rows: list[dict] = []
     print(f"{'model':12s} {'rows':>9s} {'status':8s} {'source':13s} {'fit_s':>8s} {'peak_mb':>8s} {'rows/s':>9s}")

@@ -64,3 +64,15 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture
+def pandas_loader_refused(monkeypatch):
+    """Make ``dpsynth.datasets.load_table`` fail: a CLI fit that hands a file to an engine must never read its rows
+    into pandas."""
+    import dpsynth.datasets
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the CLI loaded the private table into pandas")
+
+    monkeypatch.setattr(dpsynth.datasets, "load_table", refuse)

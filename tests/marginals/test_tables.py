@@ -163,9 +163,8 @@ def test_engine_errors_cut_quoted_values():
             raise SchemaError("kept")
 
 
-def test_cli_fits_a_file_without_loading_it(tmp_path, monkeypatch):
+def test_cli_fits_a_file_without_loading_it(tmp_path, pandas_loader_refused):
     """`dpsynth fit FILE --backend duckdb --schema S` hands the path to the engine: pandas never reads the rows."""
-    import dpsynth.datasets
     from dpsynth.cli.main import main
     from dpsynth.models import load_model
 
@@ -173,11 +172,6 @@ def test_cli_fits_a_file_without_loading_it(tmp_path, monkeypatch):
     data, schema_file, out = tmp_path / "t.parquet", tmp_path / "s.json", tmp_path / "m.dpsynth"
     frame.to_parquet(data)
     schema.save(schema_file)
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the CLI loaded the private table into pandas")
-
-    monkeypatch.setattr(dpsynth.datasets, "load_table", refuse)
     assert main(["fit", str(data), "--model", "mst", "--backend", "duckdb", "--schema", str(schema_file),
                  "--epsilon", "1", "--out", str(out), "--quiet", "--seed", "2"]) == 0
     model = load_model(out)
@@ -289,20 +283,16 @@ def test_spark_discovers_as_pandas_does(spark, tmp_path):
         _assert_same_fit(reference, fit)
 
 
-def _cli_fit_without_loading(data, out, monkeypatch) -> None:
-    """`dpsynth fit DATA --model mst --backend duckdb` (seed 2, 20 iterations) with pandas' loader made to fail."""
-    import dpsynth.datasets
+def _cli_fit_without_loading(data, out) -> None:
+    """`dpsynth fit DATA --model mst --backend duckdb` (seed 2, 20 iterations; callers take the
+    ``pandas_loader_refused`` fixture)."""
     from dpsynth.cli.main import main
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("the CLI loaded the private table into pandas")
-
-    monkeypatch.setattr(dpsynth.datasets, "load_table", refuse)
     assert main(["fit", str(data), "--model", "mst", "--backend", "duckdb", "--epsilon", "1", "--out", str(out),
                  "--seed", "2", "--param", "iterations=20"]) == 0
 
 
-def test_cli_discovers_a_parquet_file_in_the_engine(tmp_path, monkeypatch, capsys):
+def test_cli_discovers_a_parquet_file_in_the_engine(tmp_path, pandas_loader_refused, capsys):
     """`dpsynth fit FILE.parquet --backend duckdb` without a schema: DP discovery in DuckDB (the pre-flight plan
     from the file's column types), pandas never reads the rows; the result is the library's fit."""
     from dpsynth.models import load_model
@@ -310,7 +300,7 @@ def test_cli_discovers_a_parquet_file_in_the_engine(tmp_path, monkeypatch, capsy
     frame = _typed(3000).drop(columns="id")
     data, out = tmp_path / "t.parquet", tmp_path / "m.dpsynth"
     frame.to_parquet(data)
-    _cli_fit_without_loading(data, out, monkeypatch)
+    _cli_fit_without_loading(data, out)
     assert "DP discovery of 5 column(s)" in capsys.readouterr().err
     model = load_model(out)
     reference = MST(iterations=20).fit(frame, epsilon=1.0, delta=1e-5, seed=2)
@@ -395,7 +385,7 @@ def test_spark_discovers_a_csv_as_pandas_does(spark, tmp_path):
     _assert_same_fit(reference, fit)
 
 
-def test_cli_discovers_a_csv_in_the_engine(tmp_path, monkeypatch, capsys):
+def test_cli_discovers_a_csv_in_the_engine(tmp_path, pandas_loader_refused, capsys):
     """`dpsynth fit FILE.csv --backend duckdb` without a schema: the plan and the discovery run in DuckDB (private
     dtypes), pandas never reads the rows; the model is the library's pandas-path fit of the text."""
     from dpsynth._io import read_table
@@ -405,7 +395,7 @@ def test_cli_discovers_a_csv_in_the_engine(tmp_path, monkeypatch, capsys):
     _text_table(3000).drop(columns="id").to_csv(data, index=False)
     reference = MST(iterations=20).fit(read_table(str(data), as_text=True), epsilon=1.0, delta=1e-5, seed=2,
                                        dtypes="private")
-    _cli_fit_without_loading(data, out, monkeypatch)
+    _cli_fit_without_loading(data, out)
     assert "DP discovery of 5 column(s) (16 Gaussian count queries" in capsys.readouterr().err
     model = load_model(out)
     assert model.schema_.columns == reference.schema_.columns and model.selected_ == reference.selected_

@@ -193,21 +193,15 @@ def test_a_fit_from_a_file_trains_on_the_rows_on_disk_with_the_frame_fits_plan(s
 
 @pytest.mark.slow(reason="two dtgan-d fits through the CLI, about 9 s")
 @pytest.mark.ci
-def test_the_cli_fits_dtgan_d_from_a_file_without_loading_it(small, adult_schema, tmp_path, monkeypatch):
+def test_the_cli_fits_dtgan_d_from_a_file_without_loading_it(small, adult_schema, tmp_path, pandas_loader_refused):
     import json
 
-    import dpsynth.datasets
     from dpsynth.cli.main import main
     from dpsynth.models import load_model
 
     data, schema_file, out = tmp_path / "adult.parquet", tmp_path / "schema.json", tmp_path / "m.dpsynth"
     small.to_parquet(data)
     adult_schema.save(schema_file)
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the CLI loaded the private table into pandas")
-
-    monkeypatch.setattr(dpsynth.datasets, "load_table", refuse)
     params = [arg for k, v in FAST.items() for arg in ("--param", f"{k}={json.dumps(v)}")]
     assert main(["fit", str(data), "--model", "dtgan-d", "--backend", "duckdb", "--schema", str(schema_file),
                  "--epsilon", "1", "--out", str(out), "--quiet", "--seed", "3", *params]) == 0
