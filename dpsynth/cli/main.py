@@ -105,9 +105,11 @@ def _add_fit(sub) -> None:
                    "dp-auto-gan)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
     p.add_argument("--backend", choices=["numpy", "duckdb", "spark"], default=None,
-                   help="where the marginal count tables of mst / aim / batch-aim are computed: 'numpy' in memory "
-                   "(default), 'duckdb' (SQL, spills to disk) or 'spark' (the active or a local Spark session); with "
-                   "--schema, a Parquet / CSV file is then read by that engine, never loaded into memory")
+                   help="where the models that read tables (mst, aim, batch-aim, and the DP-SGD models dtgan-d, "
+                   "dp-ctgan, dtgan-g, dp-sactgan, dp-tldm, dp-vae, dp-auto-gan) read the rows: 'numpy' in memory "
+                   "(default), 'duckdb' (SQL, spills to disk) or 'spark' (the active or a local Spark session); a "
+                   "Parquet / CSV file is then read by that engine, never loaded into memory (DP-SGD models encode "
+                   "it onto disk and read each step's sample from there)")
     p.add_argument("--seed", type=int, help="reproducible fit; whoever knows the seed can replay the DP noise: "
                    "keep it secret, or leave it out for a release")
     p.add_argument("--dtypes", choices=["public", "private"], default=None,
@@ -308,8 +310,10 @@ def _cmd_fit(args) -> int:
     model_cls = get_model_class(args.model)  # an unknown model name is one error line before any data is read
     if args.backend is not None and "backend" not in model_cls._param_names():
         from dpsynth.errors import InputError
+        from dpsynth.models import available_models
 
-        raise InputError(f"--backend applies to the models that count marginals (mst, aim). Found --model "
+        readers = ", ".join(n for n in available_models() if get_model_class(n).reads_tables)
+        raise InputError(f"--backend applies to the models that read tables ({readers}). Found --model "
                          f"{args.model}.")
     schema = Schema.load(args.schema) if args.schema else None
     dtypes = args.dtypes or _default_dtypes(args.data)

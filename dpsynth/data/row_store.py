@@ -24,7 +24,14 @@ import torch
 
 from dpsynth.errors import InputError
 
-__all__ = ["EncodedRows"]
+__all__ = ["EncodedRows", "encode_table", "ENCODE_CHUNK_ROWS", "ROW_BACKENDS"]
+
+#: where a DP-SGD model reads its rows: a pandas frame in memory ("numpy"), or a file / Spark DataFrame held by an
+#: engine and encoded onto disk ("duckdb", "spark")
+ROW_BACKENDS = ("numpy", "duckdb", "spark")
+
+#: rows per chunk when a table is encoded onto disk
+ENCODE_CHUNK_ROWS = 65_536
 
 _FILE = "rows.f32"
 
@@ -85,3 +92,16 @@ class EncodedRows:
     def close(self) -> None:
         """Remove the folder (also done when the store is collected)."""
         self._finalizer()
+
+
+def encode_table(table, schema, transformer, *, rng: np.random.Generator, exact: bool,
+                 chunk_rows: int = ENCODE_CHUNK_ROWS) -> EncodedRows:
+    """The rows of an engine-held table (:mod:`dpsynth.marginals.tables`) encoded onto disk by a fitted
+    ``transformer``, chunk by chunk: each chunk conformed to ``schema`` (``exact``: the non-private mode's messages)
+    and encoded as the frame path encodes its rows (the same function of each row; random draws of an encoding
+    come in another order than from one frame, so a seed gives other draws)."""
+    from dpsynth.data.frame import conform
+
+    chunks = (transformer.transform(conform(chunk, schema, exact=exact), rng=rng)
+              for chunk in table.row_batches(list(schema.names), chunk_rows))
+    return EncodedRows.write(chunks, width=transformer.output_dim)

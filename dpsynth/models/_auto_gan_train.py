@@ -43,27 +43,33 @@ class _AutoEncoder(nn.Module):
 def train_autoencoder(encoder: nn.Module, decoder: nn.Module, x: torch.Tensor, spans: list[tuple[int, int, str]], *,
                       phase: DPPhase, frozen_encoder: bool, learning_rate: float, generator: torch.Generator,
                       progress: bool) -> None:
-    """Phase 1: DP-SGD on the reconstruction loss of encoder and decoder together (or the decoder alone)."""
+    """Phase 1: DP-SGD on the reconstruction loss of encoder and decoder together (or the decoder alone). ``x`` is
+    read only as ``x[positions]`` and ``len(x)`` (a tensor, or rows on disk: :mod:`dpsynth.data.row_store`)."""
     if frozen_encoder:
         encoder.requires_grad_(False)
         module: nn.Module = decoder
-        with torch.no_grad():
-            inputs: tuple[torch.Tensor, ...] = (encoder(x), x)
+
+        def make_batch(idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            rows = x[idx]
+            with torch.no_grad():  # the frozen (data-independent) encoder's codes of this step's sample
+                return encoder(rows), rows
 
         @rowwise  # reconstruction_loss reduces over the last axis only
         def loss(model_fn, z, target_row):
             return reconstruction_loss(model_fn(z), target_row, spans)
     else:
         module = _AutoEncoder(encoder, decoder)
-        inputs = (x,)
+
+        def make_batch(idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            return (x[idx],)
 
         @rowwise
         def loss(model_fn, row):
             return reconstruction_loss(model_fn(row), row, spans)
 
     optimizer = torch.optim.Adam([p for p in module.parameters() if p.requires_grad], lr=learning_rate)
-    phase.run(module, optimizer, loss, lambda idx: tuple(t[idx] for t in inputs), n_rows=len(x),
-              generator=generator, progress=progress, label="dp-auto-gan")
+    phase.run(module, optimizer, loss, make_batch, n_rows=len(x), generator=generator, progress=progress,
+              label="dp-auto-gan")
     encoder.requires_grad_(False)
     decoder.requires_grad_(False)
 
@@ -100,11 +106,12 @@ def train_gan(gen_net: nn.Module, decoder: nn.Module, critic: nn.Module, x: torc
         return _fake_term(critic, fake, kind)
 
     def make_batch(idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        rows = x[idx]  # one read of this step's sample (rows on disk are read by position)
         if kind != "wgan-gp":
-            return (x[idx],)
+            return (rows,)
         with torch.no_grad():
             pair = fake_rows(len(idx))
-        return x[idx], pair, torch.rand(len(idx), 1, generator=generator)
+        return rows, pair, torch.rand(len(idx), 1, generator=generator)
 
     critic_opt = torch.optim.Adam(critic.parameters(), lr=params["critic_learning_rate"], betas=(0.5, 0.9))
     gen_opt = torch.optim.Adam(gen_net.parameters(), lr=params["generator_learning_rate"], betas=(0.5, 0.9))

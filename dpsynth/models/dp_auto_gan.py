@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dpsynth.data.row_store import ROW_BACKENDS
 from dpsynth.errors import InputError
 from dpsynth.models import register
 from dpsynth.models._auto_gan_train import train_autoencoder, train_gan
@@ -92,9 +93,13 @@ class DPAutoGAN(Synthesizer):
     decodes categories at sampling time. ``calibration_accountant`` (``"pld"`` or the faster, slightly more
     conservative ``"rdp"``) only chooses how noise multipliers are calibrated; the guarantee is always what the
     ledger proves. On Adult (32,561 rows) the defaults give 1,018 autoencoder and 1,527 critic steps of 512 rows.
+    ``backend``: ``"numpy"`` fits a pandas frame in memory; ``"duckdb"`` / ``"spark"`` take a Parquet / CSV path (or a
+    Spark DataFrame): the metadata phase runs in the engine, the rows are encoded onto disk in chunks and each DP-SGD
+    step reads its Poisson sample by position (:mod:`dpsynth.data.row_store`). Same plan and ledger as from a frame.
     """
 
     name = "dp-auto-gan"
+    reads_tables = True  # fit(path, backend="duckdb"): rows encoded onto disk, read by Poisson batch
     phases = ("metadata", "autoencoder", "gan")
     zero_allowed = ("gp_weight",)  # 0 is meaningful (see check_params)
     # names before dpsynth 0.2's one vocabulary; the step counts became epochs (training only: sampling unaffected)
@@ -137,6 +142,7 @@ class DPAutoGAN(Synthesizer):
         categorical_sampling: str = "argmax",
         calibration_accountant: str = "pld",
         match_marginals: bool = True,
+        backend: str = "numpy",
     ):
         self.numeric = numeric
         self.latent_dim = latent_dim
@@ -162,6 +168,7 @@ class DPAutoGAN(Synthesizer):
         self.categorical_sampling = categorical_sampling
         self.calibration_accountant = calibration_accountant
         self.match_marginals = match_marginals
+        self.backend = backend
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
@@ -175,6 +182,8 @@ class DPAutoGAN(Synthesizer):
             raise InputError(f"calibration_accountant must be 'pld' or 'rdp'. Found {self.calibration_accountant!r}.")
         if not 0.0 < self.autoencoder_share < 1.0:
             raise InputError(f"autoencoder_share must be in (0, 1). Found {self.autoencoder_share}.")
+        if getattr(self, "backend", "numpy") not in ROW_BACKENDS:  # models saved before backends have none
+            raise InputError(f"backend must be one of {', '.join(ROW_BACKENDS)}. Found {self.backend!r}.")
 
     # ------------------------------------------------------------------ networks
     def _widths(self, data_dim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -200,20 +209,42 @@ class DPAutoGAN(Synthesizer):
 
         self._check_params()
         t0 = time.perf_counter()
-        ledger = self.ledger_
         transformer = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot")
-        if ledger.non_private:
+        if self.ledger_.non_private:
             transformer.fit_exact(frame, non_private=True, rng=rng)
         else:
             transformer.fit(self.metadata_, rng=rng)
         self.transformer_ = transformer
         x = torch.as_tensor(np.ascontiguousarray(transformer.transform(frame, rng=rng)), dtype=torch.float32)
+        self._train(x, rng=rng, progress=progress, t0=t0)
+
+    def _fit_table(self, table, *, rng: np.random.Generator, progress: bool) -> None:
+        """Fit from a file (or a Spark DataFrame): the rows are encoded onto disk once, the encoding fitted on the
+        metadata (DP; exact counts in the non-private mode), and every DP-SGD step reads its Poisson sample by
+        position (:mod:`dpsynth.data.row_store`): memory does not grow with the rows."""
+        from dpsynth.data.row_store import encode_table
+        from dpsynth.data.transformers import TableTransformer
+
+        self._check_params()
+        t0 = time.perf_counter()
+        self.transformer_ = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot")
+        self.transformer_.fit(self.metadata_, rng=rng)
+        rows = encode_table(table, self.schema_, self.transformer_, rng=rng, exact=self.ledger_.non_private)
+        try:
+            self._train(rows, rng=rng, progress=progress, t0=t0)
+        finally:
+            rows.close()
+
+    def _train(self, x, *, rng: np.random.Generator, progress: bool, t0: float) -> None:
+        """The autoencoder and GAN phases on the encoded rows ``x`` (a tensor, or rows on disk: read only as
+        ``x[positions]``, ``len(x)`` and ``x.shape``)."""
+        ledger = self.ledger_
         spans = self._spans()
         seed = int(rng.integers(2**62))
         gen = torch.Generator().manual_seed(seed)
         with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
             torch.manual_seed(seed + 1)
-            self._build(x.shape[1])
+            self._build(self.transformer_.output_dim)
         n_dp = float(self.metadata_.n_rows)
         spent = ledger.epsilon()
         target = ledger.target_epsilon

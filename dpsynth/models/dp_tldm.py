@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dpsynth.data.row_store import ROW_BACKENDS
 from dpsynth.data.transformers import TableTransformer
 from dpsynth.errors import InputError
 from dpsynth.models import register
@@ -81,9 +82,14 @@ class DPTLDM(Synthesizer):
         match_marginals: map sampled numeric columns, rank-preserving, onto the DP metadata histograms, and
             reweight category probabilities to the DP category counts (:mod:`dpsynth.models.marginal_map`;
             post-processing, no ledger event).
+        backend: ``"numpy"`` fits a pandas frame in memory; ``"duckdb"`` / ``"spark"`` take a Parquet / CSV path (or
+            a Spark DataFrame): the metadata phase runs in the engine, the rows are encoded onto disk in chunks and
+            each DP-SGD step reads its Poisson sample by position (:mod:`dpsynth.data.row_store`); the diffusion
+            phase encodes each batch's latents under the frozen encoder. Same plan and ledger as from a frame.
     """
 
     name = "dp-tldm"
+    reads_tables = True  # fit(path, backend="duckdb"): rows encoded onto disk, read by Poisson batch
     phases = ("metadata", "vae", "diffusion")
     zero_allowed = ("sample_eta",)  # 0 is meaningful (see check_params)
     #: the metadata phase's default share: sampled marginals are mapped onto its DP histograms, and 0.3 beat 0.1 on
@@ -121,6 +127,7 @@ class DPTLDM(Synthesizer):
         nonprivate_batch_size: int = 512,
         nonprivate_learning_rate: float = 2e-3,
         match_marginals: bool = True,
+        backend: str = "numpy",
     ):
         self.numeric = numeric
         self.categorical = categorical
@@ -147,6 +154,7 @@ class DPTLDM(Synthesizer):
         self.nonprivate_batch_size = nonprivate_batch_size
         self.nonprivate_learning_rate = nonprivate_learning_rate
         self.match_marginals = match_marginals
+        self.backend = backend
 
     # ------------------------------------------------------------------ networks
     def _check_params(self) -> None:
@@ -158,6 +166,8 @@ class DPTLDM(Synthesizer):
             raise InputError(f"vae_share must be in (0, 1). Found {self.vae_share}.")
         if self.schedule not in ("cosine", "linear"):
             raise InputError(f"schedule must be 'cosine' or 'linear'. Found {self.schedule!r}.")
+        if getattr(self, "backend", "numpy") not in ROW_BACKENDS:
+            raise InputError(f"backend must be one of {', '.join(ROW_BACKENDS)}. Found {self.backend!r}.")
 
     def _build(self, spans: list[tuple[int, int, str]]) -> None:
         hidden = self.vae_hidden or choose_width(max(end for _, end, _ in spans), tuned=VAE_WIDTH)
@@ -169,15 +179,37 @@ class DPTLDM(Synthesizer):
     # ------------------------------------------------------------------ fit
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
         self._check_params()
-        ledger = self.ledger_
         gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
         init_seed = int(rng.integers(2**62))
         self.transformer_ = TableTransformer(self.schema_, numeric=self.numeric, categorical=self.categorical)
-        if ledger.non_private:
+        if self.ledger_.non_private:
             self.transformer_.fit_exact(frame, non_private=True, rng=rng)
         else:
             self.transformer_.fit(self.metadata_, rng=rng)
         x = torch.from_numpy(self.transformer_.transform(frame, rng=rng))
+        self._train(x, gen=gen, init_seed=init_seed, progress=progress)
+
+    def _fit_table(self, table, *, rng: np.random.Generator, progress: bool) -> None:
+        """Fit from a file (or a Spark DataFrame): the rows are encoded onto disk once, the encoding fitted on the
+        metadata (DP; exact counts in the non-private mode), and every DP-SGD step reads its Poisson sample by
+        position (:mod:`dpsynth.data.row_store`): memory does not grow with the rows."""
+        from dpsynth.data.row_store import encode_table
+
+        self._check_params()
+        gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+        init_seed = int(rng.integers(2**62))
+        self.transformer_ = TableTransformer(self.schema_, numeric=self.numeric, categorical=self.categorical)
+        self.transformer_.fit(self.metadata_, rng=rng)
+        rows = encode_table(table, self.schema_, self.transformer_, rng=rng, exact=self.ledger_.non_private)
+        try:
+            self._train(rows, gen=gen, init_seed=init_seed, progress=progress)
+        finally:
+            rows.close()
+
+    def _train(self, x, *, gen: torch.Generator, init_seed: int, progress: bool) -> None:
+        """The VAE and diffusion phases on the encoded rows ``x`` (a tensor, or rows on disk: read only as
+        ``x[positions]`` and ``len(x)``)."""
+        ledger = self.ledger_
         spans = [(s.start, s.end, s.activation) for s in self.transformer_.output_info]
         with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
             torch.manual_seed(init_seed)
@@ -208,15 +240,16 @@ class DPTLDM(Synthesizer):
                       n_rows=n_rows, generator=gen, progress=progress, label="dp-tldm")
 
         if diffusion:
-            with torch.no_grad():
-                mu, logvar = self.vae_.encode(x)  # latents of private rows: read only by the DP-SGD phase below
-                sd = torch.exp(0.5 * logvar)
             ab = self.alpha_bar_.float()
             steps_t = self.diffusion_steps
 
             def diff_batch(idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+                # latents of the sampled private rows under the frozen DP encoder, computed per batch (not for every
+                # row up front: the rows may be on disk), read only by this DP-SGD phase
                 m = len(idx)
-                z0 = mu[idx] + sd[idx] * torch.randn((m, d), generator=gen)
+                with torch.no_grad():
+                    mu, logvar = self.vae_.encode(x[idx])
+                z0 = mu + torch.exp(0.5 * logvar) * torch.randn((m, d), generator=gen)
                 t = torch.randint(1, steps_t + 1, (m,), generator=gen)
                 return z0, t.float() / steps_t, ab[t], torch.randn((m, d), generator=gen)
 
@@ -224,7 +257,6 @@ class DPTLDM(Synthesizer):
             diff_phase.run(self.denoiser_, torch.optim.Adam(self.denoiser_.parameters(), lr=lr), _diffusion_loss,
                            diff_batch, n_rows=n_rows, generator=gen, progress=progress, label="dp-tldm")
             phases.append(diff_phase)
-            del mu, sd
         x = None  # the encoded private rows are not needed past training (closures above hold the cell)
         self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=phases,
                                       shares={"vae": self.vae_share if diffusion else 1.0, "diffusion": 1.0})

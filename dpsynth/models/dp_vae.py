@@ -55,6 +55,7 @@ class DPVAE(DPTLDM):
         nonprivate_batch_size: int = 512,
         nonprivate_learning_rate: float = 2e-3,
         match_marginals: bool = True,
+        backend: str = "numpy",
     ):
         self.numeric, self.categorical = numeric, categorical
         self.latent_dim, self.vae_hidden, self.vae_layers, self.beta = latent_dim, vae_hidden, vae_layers, beta
@@ -64,6 +65,7 @@ class DPVAE(DPTLDM):
         self.nonprivate_batch_size = nonprivate_batch_size
         self.nonprivate_learning_rate = nonprivate_learning_rate
         self.match_marginals = match_marginals
+        self.backend = backend
         # DP-TLDM's diffusion settings: fixed, not hyper-parameters (a tiny unused denoiser is built, never saved)
         self.latent_sampler, self.vae_share = "prior", 1.0
         self.denoiser_hidden, self.denoiser_layers, self.diffusion_steps, self.schedule = 8, 1, 2, "linear"
@@ -78,6 +80,7 @@ class TVAE(DPVAE):
 
     name = "tvae"
     supports_dp = False
+    reads_tables = False  # the non-private reference fits a frame (its encoding is fitted on the exact rows)
     phases = ("metadata", "vae")
     fast_params = {"latent_dim": 4, "vae_hidden": 32, "vae_layers": 1, "epochs": 2, "batch_size": 200}
 

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dpsynth.data.row_store import ROW_BACKENDS
 from dpsynth.errors import InputError
 from dpsynth.models import register
 from dpsynth.models._conditional_gan import (
@@ -64,8 +65,6 @@ from dpsynth.models.phase import DPPhase, budget_summary, choose_width, json_num
 __all__ = ["DTGANDiscriminator", "DTGANGenerator"]
 
 _SAMPLE_CHUNK = 65_536
-#: rows per chunk when a file is encoded onto disk (fit from a table)
-ENCODE_CHUNK_ROWS = 65_536
 _GENERATE_BATCH = 4096
 #: sizing rule of the DP phases (dpsynth.models.phase): batches up to 512 rows; at least 1000 discriminator steps;
 #: the default caps (hyper-parameters ``gan_max_steps`` / ``classifier_max_steps``) keep the work of a fit bounded on
@@ -73,8 +72,6 @@ _GENERATE_BATCH = 4096
 LARGEST_BATCH = 512
 MIN_STEPS = {"classifier": 200, "gan": 1000}
 MAX_STEPS = {"classifier": 600, "gan": 2000}
-#: where the rows of a fit are read: a pandas frame in memory ("numpy"), or a file / Spark DataFrame encoded onto disk
-ROW_BACKENDS = ("numpy", "duckdb", "spark")
 CALIBRATION_RTOL = 0.01
 #: the widest critic / classifier layers the width rule gives
 CRITIC_WIDTH, CLASSIFIER_WIDTH = 128, 64
@@ -147,22 +144,16 @@ class ConditionalGANModel(Synthesizer):
         return torch.as_tensor(np.ascontiguousarray(transformer.transform(frame, rng=rng)), dtype=torch.float32)
 
     def _encode_table(self, table, rng: np.random.Generator):
-        """The rows of an engine-held table encoded chunk by chunk onto disk (:mod:`dpsynth.data.row_store`): the
-        encoding is fitted on the metadata (DP; exact counts in the non-private mode) and each chunk is conformed to
-        the schema and encoded as the frame path encodes its rows (the same function of each row; the random draws
-        of mode-specific encoding come in another order, so a seed gives other draws than from a frame)."""
-        from dpsynth.data.frame import conform
-        from dpsynth.data.row_store import EncodedRows
+        """The rows of an engine-held table encoded onto disk (:func:`dpsynth.data.row_store.encode_table`), the
+        encoding fitted on the metadata (DP; exact counts in the non-private mode)."""
+        from dpsynth.data.row_store import encode_table
         from dpsynth.data.transformers import TableTransformer
 
         transformer = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot",
                                        max_modes=self.max_modes)
         transformer.fit(self.metadata_, rng=rng)
         self.transformer_ = transformer
-        exact = self.ledger_.non_private
-        chunks = (transformer.transform(conform(chunk, self.schema_, exact=exact), rng=rng)
-                  for chunk in table.row_batches(list(self.schema_.names), ENCODE_CHUNK_ROWS))
-        return EncodedRows.write(chunks, width=transformer.output_dim)
+        return encode_table(table, self.schema_, transformer, rng=rng, exact=self.ledger_.non_private)
 
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
         self._check_params()
