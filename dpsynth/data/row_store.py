@@ -24,11 +24,21 @@ import torch
 
 from dpsynth.errors import InputError
 
-__all__ = ["EncodedRows", "encode_table", "ENCODE_CHUNK_ROWS", "ROW_BACKENDS"]
+__all__ = ["EncodedRows", "encode_table", "check_row_backend", "ENCODE_CHUNK_ROWS", "ROW_BACKENDS"]
 
 #: where a DP-SGD model reads its rows: a pandas frame in memory ("numpy"), or a file / Spark DataFrame held by an
 #: engine and encoded onto disk ("duckdb", "spark")
 ROW_BACKENDS = ("numpy", "duckdb", "spark")
+
+
+
+def check_row_backend(model) -> None:
+    """One InputError line when a DP-SGD model's ``backend`` hyper-parameter is not one of :data:`ROW_BACKENDS`
+    (a model saved before backends existed has none: it read frames)."""
+    backend = getattr(model, "backend", "numpy")
+    if backend not in ROW_BACKENDS:
+        raise InputError(f"backend must be one of {', '.join(ROW_BACKENDS)}. Found {backend!r}.")
+
 
 #: rows per chunk when a table is encoded onto disk
 ENCODE_CHUNK_ROWS = 65_536
@@ -70,11 +80,13 @@ class EncodedRows:
         return (self.n_rows, self.width)
 
     def __getitem__(self, idx) -> torch.Tensor:
-        """The rows at positions ``idx`` (a tensor or array of integers), in that order, as a new float32 tensor."""
+        """The rows at positions ``idx`` (a tensor or array of integers of any shape), in that order, as a new
+        float32 tensor of shape ``idx.shape + (width,)`` (as indexing a tensor of rows gives)."""
         positions = idx.numpy() if isinstance(idx, torch.Tensor) else np.asarray(idx)
+        shape = (*positions.shape, self.width)
         positions = positions.astype(np.int64, copy=False).reshape(-1)
         if positions.size == 0 or self.n_rows == 0:
-            return torch.zeros((positions.size, self.width), dtype=torch.float32)
+            return torch.zeros(shape, dtype=torch.float32)
         if positions.min() < 0 or positions.max() >= self.n_rows:
             raise InputError("Internal error: a row position is outside the encoded rows.")
         # row by row with positioned reads: a memory map of the file let the kernel's read-ahead map hundreds of
@@ -87,7 +99,7 @@ class EncodedRows:
                 f.seek(position * size)
                 if f.readinto(view[k * size:(k + 1) * size]) != size:
                     raise InputError("Internal error: the encoded rows' file is shorter than written.")
-        return torch.from_numpy(rows)
+        return torch.from_numpy(rows).reshape(shape)
 
     def close(self) -> None:
         """Remove the folder (also done when the store is collected)."""

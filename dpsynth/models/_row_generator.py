@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dpsynth.data.row_store import check_row_backend, encode_table
 from dpsynth.models.base import MARGINAL_REFERENCE_ROWS, Synthesizer
 from dpsynth.models.marginal_map import CategoryWeights
 from dpsynth.models.networks.autoencoder import activate
@@ -31,18 +32,47 @@ _SAMPLE_CHUNK = 131_072
 
 class RowGeneratorModel(Synthesizer):
     """Base of the row-writing generators (module docstring); subclasses set ``noise_dim``, ``generator_hidden``,
-    ``numeric`` and ``match_marginals`` and implement ``_fit``."""
+    ``numeric``, ``match_marginals`` and ``backend`` and implement ``_fit``, which reads its rows only through
+    :meth:`_encode` and then as ``x[positions]``, ``len(x)`` and ``x.shape``: a fit from a file
+    (``backend="duckdb"`` / ``"spark"``) hands ``_fit`` the engine's table, whose rows :meth:`_encode` writes onto
+    disk (:mod:`dpsynth.data.row_store`), and every step reads its sample from there."""
 
-    def _encode(self, frame: pd.DataFrame, rng: np.random.Generator) -> torch.Tensor:
-        """Fit the transformer (DP metadata, or the rows when non-private) and return the encoded rows."""
+    reads_tables = True  # fit(path, backend="duckdb"): rows encoded onto disk, read by position
+
+    def check_params(self) -> None:
+        super().check_params()
+        check_row_backend(self)
+
+    def _fit_table(self, table, *, rng: np.random.Generator, progress: bool) -> None:
+        """Fit from a file (or a Spark DataFrame): :meth:`_fit` on the engine's table; the rows on disk are removed
+        when the fit ends, whatever way it ends."""
+        self._rows_on_disk = None
+        try:
+            self._fit(table, rng=rng, progress=progress)
+        finally:
+            rows, self._rows_on_disk = self._rows_on_disk, None
+            del self._rows_on_disk
+            if rows is not None:
+                rows.close()
+
+    def _encode(self, data, rng: np.random.Generator):
+        """Fit the transformer and return the encoded rows: of a frame, as a tensor (the transformer fitted on the DP
+        metadata, or on the rows when non-private); of an engine's table, written onto disk chunk by chunk
+        (:func:`dpsynth.data.row_store.encode_table`; the transformer fitted on the metadata, exact counts in the
+        non-private mode) and indexed like a tensor."""
         from dpsynth.data.transformers import TableTransformer
 
         self.transformer_ = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot")
+        if not isinstance(data, pd.DataFrame):
+            self.transformer_.fit(self.metadata_, rng=rng)
+            self._rows_on_disk = encode_table(data, self.schema_, self.transformer_, rng=rng,
+                                              exact=self.ledger_.non_private)
+            return self._rows_on_disk
         if self.ledger_.non_private:
-            self.transformer_.fit_exact(frame, non_private=True, rng=rng)
+            self.transformer_.fit_exact(data, non_private=True, rng=rng)
         else:
             self.transformer_.fit(self.metadata_, rng=rng)
-        return torch.as_tensor(np.ascontiguousarray(self.transformer_.transform(frame, rng=rng)), dtype=torch.float32)
+        return torch.as_tensor(np.ascontiguousarray(self.transformer_.transform(data, rng=rng)), dtype=torch.float32)
 
     def _spans(self) -> list[tuple[int, int, str]]:
         return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]

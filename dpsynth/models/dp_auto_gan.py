@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dpsynth.data.row_store import ROW_BACKENDS
+from dpsynth.data.row_store import check_row_backend
 from dpsynth.errors import InputError
 from dpsynth.models import register
 from dpsynth.models._auto_gan_train import train_autoencoder, train_gan
@@ -182,8 +182,7 @@ class DPAutoGAN(Synthesizer):
             raise InputError(f"calibration_accountant must be 'pld' or 'rdp'. Found {self.calibration_accountant!r}.")
         if not 0.0 < self.autoencoder_share < 1.0:
             raise InputError(f"autoencoder_share must be in (0, 1). Found {self.autoencoder_share}.")
-        if getattr(self, "backend", "numpy") not in ROW_BACKENDS:  # models saved before backends have none
-            raise InputError(f"backend must be one of {', '.join(ROW_BACKENDS)}. Found {self.backend!r}.")
+        check_row_backend(self)
 
     # ------------------------------------------------------------------ networks
     def _widths(self, data_dim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:

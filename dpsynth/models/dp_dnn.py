@@ -63,7 +63,9 @@ class DPDNN(RowGeneratorModel):
     """DP-DNN (module docstring). Hyper-parameters: ``hidden`` (``None``: two layers by the width rule, at most 128),
     ``epochs`` / ``batch_size`` (``None``: up to 512 rows and at least 500 steps) / ``learning_rate`` /
     ``max_grad_norm`` of the DP-SGD phase, ``keep_label_proportions`` (the poster's second refinement),
-    ``max_rounds`` (candidate batches it may draw), ``calibration_accountant``."""
+    ``max_rounds`` (candidate batches it may draw), ``calibration_accountant``, ``backend`` (``"numpy"``: a pandas
+    frame in memory; ``"duckdb"`` / ``"spark"``: a Parquet / CSV path or a Spark DataFrame, its rows encoded onto
+    disk and read by position; :mod:`dpsynth.data.row_store`)."""
 
     name = "dp-dnn"
     phases = ("metadata", "dnn")
@@ -80,6 +82,7 @@ class DPDNN(RowGeneratorModel):
         keep_label_proportions: bool = False,
         max_rounds: int = 50,
         calibration_accountant: str = "pld",
+        backend: str = "numpy",
     ):
         self.hidden = as_layers(hidden)
         self.epochs = epochs
@@ -89,6 +92,7 @@ class DPDNN(RowGeneratorModel):
         self.keep_label_proportions = keep_label_proportions
         self.max_rounds = max_rounds
         self.calibration_accountant = calibration_accountant
+        self.backend = backend
 
     numeric = "minmax"  # the poster's value ranges: every number is encoded within its public / DP bounds
     match_marginals = False
@@ -151,8 +155,12 @@ class DPDNN(RowGeneratorModel):
             return reconstruction_loss(model_fn(inputs), label, label_spans)
 
         optimizer = torch.optim.Adam(self.dnn_.parameters(), lr=self.learning_rate)
-        phase.run(self.dnn_, optimizer, loss, lambda idx: (x[idx][:, ~mask], x[idx][:, mask]), n_rows=len(x),
-                  generator=gen, progress=progress, label=self.name)
+        def batch(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            rows = x[idx]  # one read of the step's sample (rows on disk are read by position)
+            return rows[:, ~mask], rows[:, mask]
+
+        phase.run(self.dnn_, optimizer, loss, batch, n_rows=len(x), generator=gen, progress=progress,
+                  label=self.name)
         self.dnn_.requires_grad_(False).eval()
         self.label_quota_ = self._label_probabilities()
         self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=[*phases, phase],
@@ -276,10 +284,11 @@ class DPGANDNN(DPDNN):
         critic_learning_rate: float = 0.002,
         generator_learning_rate: float = 0.002,
         gan_max_grad_norm: float = 1.0,
+        backend: str = "numpy",
     ):
         super().__init__(hidden=hidden, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
                          max_grad_norm=max_grad_norm, keep_label_proportions=keep_label_proportions,
-                         max_rounds=max_rounds, calibration_accountant=calibration_accountant)
+                         max_rounds=max_rounds, calibration_accountant=calibration_accountant, backend=backend)
         self.gan_share = gan_share
         self.noise_dim = noise_dim
         self.generator_hidden = as_layers(generator_hidden)

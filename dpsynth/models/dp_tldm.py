@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dpsynth.data.row_store import ROW_BACKENDS
+from dpsynth.data.row_store import check_row_backend
 from dpsynth.data.transformers import TableTransformer
 from dpsynth.errors import InputError
 from dpsynth.models import register
@@ -166,8 +166,7 @@ class DPTLDM(Synthesizer):
             raise InputError(f"vae_share must be in (0, 1). Found {self.vae_share}.")
         if self.schedule not in ("cosine", "linear"):
             raise InputError(f"schedule must be 'cosine' or 'linear'. Found {self.schedule!r}.")
-        if getattr(self, "backend", "numpy") not in ROW_BACKENDS:
-            raise InputError(f"backend must be one of {', '.join(ROW_BACKENDS)}. Found {self.backend!r}.")
+        check_row_backend(self)
 
     def _build(self, spans: list[tuple[int, int, str]]) -> None:
         hidden = self.vae_hidden or choose_width(max(end for _, end, _ in spans), tuned=VAE_WIDTH)

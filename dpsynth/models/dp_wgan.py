@@ -51,7 +51,9 @@ class DPWGAN(RowGeneratorModel):
     ``gan_epochs`` / ``gan_batch_size`` (``None``: up to 512 rows and at least 1000 critic steps), ``critic_iters``
     critic steps per generator step, learning rates, ``gan_max_grad_norm`` (C), ``critic_loss`` (``"wgan"``,
     DP-WGAN's default; ``"wgan-gp"``; ``"bce"``, DP-GAN's default), ``gp_weight``, ``gumbel_tau``,
-    ``calibration_accountant``, ``match_marginals`` (map samples onto the DP metadata histograms; post-processing)."""
+    ``calibration_accountant``, ``match_marginals`` (map samples onto the DP metadata histograms; post-processing),
+    ``backend`` (``"numpy"``: a pandas frame in memory; ``"duckdb"`` / ``"spark"``: a Parquet / CSV path or a
+    Spark DataFrame, its rows encoded onto disk and read by position; :mod:`dpsynth.data.row_store`)."""
 
     name = "dp-wgan"
     phases = ("metadata", "gan")
@@ -77,6 +79,7 @@ class DPWGAN(RowGeneratorModel):
         gumbel_tau: float = 0.2,
         calibration_accountant: str = "pld",
         match_marginals: bool = False,
+        backend: str = "numpy",
     ):
         self.numeric = numeric
         self.noise_dim = noise_dim
@@ -93,6 +96,7 @@ class DPWGAN(RowGeneratorModel):
         self.gumbel_tau = gumbel_tau
         self.calibration_accountant = calibration_accountant
         self.match_marginals = match_marginals
+        self.backend = backend
 
     def _check_params(self) -> None:
         if self.critic_loss not in ("wgan", "wgan-gp", "bce"):
@@ -151,5 +155,6 @@ class DPGAN(DPWGAN):
         gumbel_tau: float = 0.2,
         calibration_accountant: str = "pld",
         match_marginals: bool = False,
+        backend: str = "numpy",
     ):
         super().__init__(**{k: v for k, v in locals().items() if k not in ("self", "__class__")})

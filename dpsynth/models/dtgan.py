@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dpsynth.data.row_store import ROW_BACKENDS
+from dpsynth.data.row_store import check_row_backend
 from dpsynth.errors import InputError
 from dpsynth.models import register
 from dpsynth.models._conditional_gan import (
@@ -107,8 +107,7 @@ class ConditionalGANModel(Synthesizer):
             raise InputError(f"numeric must be one of {', '.join(NUMERIC_METHODS)}. Found {self.numeric!r}.")
         if not 0.0 <= self.classifier_share < 1.0:
             raise InputError(f"classifier_share must be in [0, 1). Found {self.classifier_share}.")
-        if getattr(self, "backend", "numpy") not in ROW_BACKENDS:
-            raise InputError(f"backend must be one of {', '.join(ROW_BACKENDS)}. Found {self.backend!r}.")
+        check_row_backend(self)
 
     def _spans(self) -> list[tuple[int, int, str]]:
         return [(int(s.start), int(s.end), str(s.activation)) for s in self.transformer_.output_info]

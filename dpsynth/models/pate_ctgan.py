@@ -65,6 +65,7 @@ class PATECTGAN(PATEGAN):
         gumbel_tau: float = 0.2,
         log_frequency: bool = True,
         match_marginals: bool = False,
+        backend: str = "numpy",
     ):
         super().__init__(numeric=numeric, noise_dim=noise_dim, generator_hidden=generator_hidden,
                          teacher_hidden=teacher_hidden, student_hidden=student_hidden, n_teachers=n_teachers,
@@ -73,7 +74,7 @@ class PATECTGAN(PATEGAN):
                          teacher_batch_size=teacher_batch_size, teacher_learning_rate=teacher_learning_rate,
                          student_learning_rate=student_learning_rate,
                          generator_learning_rate=generator_learning_rate, gumbel_tau=gumbel_tau,
-                         match_marginals=match_marginals)
+                         match_marginals=match_marginals, backend=backend)
         self.log_frequency = log_frequency
 
     # ------------------------------------------------------------------ the conditional generator

@@ -96,7 +96,10 @@ class PATEGAN(RowGeneratorModel):
     rows_per_teacher`` within [10, 1000]; Adult: 651), ``iterations``, ``teacher_iters``, ``student_iters``,
     ``batch_size`` (generated rows per step; every student step asks ``batch_size`` queries), ``teacher_batch_size``
     (rows of its partition per teacher step), learning rates, ``gumbel_tau`` (Gumbel-softmax temperature of
-    generated categories), ``match_marginals`` (map samples onto the DP metadata histograms; post-processing)."""
+    generated categories), ``match_marginals`` (map samples onto the DP metadata histograms; post-processing),
+    ``backend`` (``"numpy"``: a pandas frame in memory; ``"duckdb"`` / ``"spark"``: a Parquet / CSV path or a
+    Spark DataFrame, its rows encoded onto disk and read by position; :mod:`dpsynth.data.row_store`). Each teacher
+    step reads ``teacher_batch_size`` rows of every teacher's partition: from disk, one positioned read per row."""
 
     name = "pate-gan"
     phases = ("metadata", "pate")
@@ -124,6 +127,7 @@ class PATEGAN(RowGeneratorModel):
         generator_learning_rate: float = 1e-4,
         gumbel_tau: float = 0.2,
         match_marginals: bool = False,
+        backend: str = "numpy",
     ):
         self.numeric = numeric
         self.noise_dim = noise_dim
@@ -143,6 +147,7 @@ class PATEGAN(RowGeneratorModel):
         self.generator_learning_rate = generator_learning_rate
         self.gumbel_tau = gumbel_tau
         self.match_marginals = match_marginals
+        self.backend = backend
 
     def _check_params(self) -> None:
         if self.votes not in ("soft", "argmax"):

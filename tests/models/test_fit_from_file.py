@@ -1,15 +1,17 @@
-"""DP-SGD from a file for the autoencoder family (dp-tldm, dp-vae, dp-auto-gan): ``backend="duckdb"`` runs the
-metadata phase in the engine, encodes the rows onto disk (:mod:`dpsynth.data.row_store`) and reads each step's Poisson
-sample by position. The conditional GAN family's file path is tested in test_dtgan.py.
+"""Deep models from a file: dp-tldm, dp-vae, dp-auto-gan and the row generators (dp-wgan, dp-gan, dp-dnn,
+dp-gan-dnn, pate-gan, pate-ctgan). ``backend="duckdb"`` runs the metadata phase in the engine, encodes the rows onto
+disk (:mod:`dpsynth.data.row_store`) and reads each step's sample by position. The conditional GAN family's file path
+is tested in test_dtgan.py.
 
 Each test holds a fit from a frame and a fit from a Parquet file of the same rows to the same DP metadata, plan,
-noise and ledger, and checks that the rows on disk are the frame path's encoding and that each DP-SGD step reads its
-sample, and only that, once."""
+noise and ledger, and checks that the rows on disk are the frame path's encoding and that each step reads its sample,
+and only that, once."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from dpsynth.data.frame import conform
 from dpsynth.data.row_store import EncodedRows
@@ -37,11 +39,25 @@ def disk_reads(monkeypatch):
     return reads, kept
 
 
-@pytest.mark.parametrize("name, extra", [
-    ("dp-tldm", {}), ("dp-auto-gan", {}), ("dp-auto-gan", {"encoder": "frozen", "critic_loss": "wgan-gp"}),
-    pytest.param("dp-vae", {}, marks=[pytest.mark.slow(reason="dp-tldm covers its VAE phase, about 8 s"),
-                                       pytest.mark.ci])])
-def test_a_fit_from_a_parquet_file_reads_its_rows_from_disk_with_the_frame_fits_plan(name, extra, small,
+def _dp_sgd_steps(model) -> int:
+    return sum(info["steps_taken"] for info in model.budget_["phases"].values())
+
+
+def _teacher_steps(model) -> int:  # PATE: one read per teacher step (every teacher's rows of that step at once)
+    return model.iterations * model.teacher_iters
+
+
+@pytest.mark.parametrize("name, extra, steps", [
+    pytest.param("dp-tldm", {}, _dp_sgd_steps, marks=[
+        pytest.mark.slow(reason="two fits whose noise is calibrated by PLD, about 25 s"), pytest.mark.ci]),
+    ("dp-auto-gan", {}, _dp_sgd_steps),
+    ("dp-auto-gan", {"encoder": "frozen", "critic_loss": "wgan-gp"}, _dp_sgd_steps),
+    ("dp-wgan", {}, _dp_sgd_steps), ("dp-gan-dnn", {}, _dp_sgd_steps), ("pate-gan", {}, _teacher_steps),
+    *[pytest.param(name, {}, steps, marks=[pytest.mark.slow(reason="a sibling covers its path, about 5 s"),
+                                            pytest.mark.ci])
+      for name, steps in [("dp-vae", _dp_sgd_steps), ("dp-gan", _dp_sgd_steps), ("dp-dnn", _dp_sgd_steps),
+                          ("pate-ctgan", _teacher_steps)]]])
+def test_a_fit_from_a_parquet_file_reads_its_rows_from_disk_with_the_frame_fits_plan(name, extra, steps, small,
                                                                                      adult_schema, tmp_path,
                                                                                      disk_reads):
     reads, kept = disk_reads
@@ -55,16 +71,30 @@ def test_a_fit_from_a_parquet_file_reads_its_rows_from_disk_with_the_frame_fits_
                                                     seed=0)
     # the same metadata release (same code, same draws), hence the same phases, steps, noise and composed epsilon
     assert from_file.budget_ == from_frame.budget_
-    steps = sum(info["steps_taken"] for info in from_file.budget_["phases"].values())
-    assert len(reads) == steps  # one read per DP-SGD step ...
-    assert sum(reads) < 0.2 * steps * len(small)  # ... of that step's Poisson sample only
+    assert from_file.ledger_.epsilon() == pytest.approx(from_frame.ledger_.epsilon())
+    assert len(reads) == steps(from_file)  # one read per step ...
+    if steps is _dp_sgd_steps:
+        assert sum(reads) < 0.2 * len(reads) * len(small)  # ... of that step's Poisson sample only
     expected = from_file.transformer_.transform(conform(small, adult_schema), rng=np.random.default_rng(0))
     np.testing.assert_allclose(kept["x"].numpy(), expected, rtol=1e-6, atol=1e-6)  # the frame path's encoding
     synthetic = from_file.sample(100, seed=0)
     assert list(synthetic.columns) == list(adult_schema.names) and len(synthetic) == 100
+    assert not hasattr(from_file, "_rows_on_disk")  # nothing of the fit's rows stays on the model
 
 
-@pytest.mark.parametrize("name", ["dp-tldm", "dp-auto-gan"])
+def test_rows_on_disk_index_like_a_tensor_of_rows():
+    """Any shape of positions gives that shape of rows (PATE's teachers index (teachers, batch) at once)."""
+    x = torch.arange(40, dtype=torch.float32).reshape(10, 4)
+    rows = EncodedRows.write([x[:6].numpy(), x[6:].numpy()], width=4)
+    try:
+        for idx in (torch.tensor([3, 0, 9]), torch.tensor([[1, 2], [9, 9], [0, 5]]), torch.zeros(0, dtype=torch.long),
+                    np.array([[7]])):
+            np.testing.assert_array_equal(rows[idx].numpy(), x[torch.as_tensor(idx)].numpy())
+    finally:
+        rows.close()
+
+
+@pytest.mark.parametrize("name", ["dp-tldm", "dp-auto-gan", "dp-wgan", "pate-gan", "dp-dnn"])
 def test_an_unknown_backend_is_refused_in_one_line(name):
     from dpsynth.errors import InputError
 
