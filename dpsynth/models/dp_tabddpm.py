@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dpsynth.data.row_store import check_row_backend
 from dpsynth.data.transformers import TableTransformer
 from dpsynth.errors import InputError
 from dpsynth.models import register
@@ -78,9 +79,13 @@ class DPTabDDPM(Synthesizer):
             the row's own), ``noise_draws`` times the compute per step.
         nonprivate_epochs, nonprivate_batch_size, nonprivate_learning_rate: the phase at ``epsilon=inf``.
         match_marginals: reweight category probabilities to the DP counts and map numbers onto the DP histograms.
+        backend: ``"numpy"`` fits a pandas frame in memory; ``"duckdb"`` / ``"spark"`` take a Parquet / CSV path (or
+            a Spark DataFrame): the rows are encoded onto disk and each step reads its Poisson sample by position
+            (:mod:`dpsynth.data.row_store`); the numbers' normal scores are computed per batch.
     """
 
     name = "dp-tabddpm"
+    reads_tables = True  # fit(path, backend="duckdb"): rows encoded onto disk, read by Poisson batch
     phases = ("metadata", "diffusion")
     zero_allowed = ("sample_eta",)
     default_metadata_share = 0.3  # sampled marginals are mapped onto its histograms, as DP-TLDM's
@@ -106,6 +111,7 @@ class DPTabDDPM(Synthesizer):
         nonprivate_batch_size: int = 1024,
         nonprivate_learning_rate: float = 2e-3,
         match_marginals: bool = True,
+        backend: str = "numpy",
     ):
         self.hidden, self.layers, self.embed_dim = hidden, layers, embed_dim
         self.batch_size, self.epochs = batch_size, epochs
@@ -117,10 +123,12 @@ class DPTabDDPM(Synthesizer):
         self.nonprivate_batch_size = nonprivate_batch_size
         self.nonprivate_learning_rate = nonprivate_learning_rate
         self.match_marginals = match_marginals
+        self.backend = backend
 
     def _check_params(self) -> None:
         if self.schedule not in ("cosine", "linear"):
             raise InputError(f"schedule must be 'cosine' or 'linear'. Found {self.schedule!r}.")
+        check_row_backend(self)
 
     def _build(self, spans: list[tuple[int, int, str]]) -> None:
         layout = MixedLayout(spans)
@@ -141,14 +149,35 @@ class DPTabDDPM(Synthesizer):
         else:
             self.transformer_.fit(self.metadata_, rng=rng)
         encoded = torch.from_numpy(self.transformer_.transform(frame, rng=rng))
+        self._train(encoded, gen=gen, init_seed=init_seed, progress=progress, t0=t0)
+
+    def _fit_table(self, table, *, rng: np.random.Generator, progress: bool) -> None:
+        """Fit from a file (or a Spark DataFrame): the rows encoded onto disk once (the encoding fitted on the
+        metadata: DP, exact counts in the non-private mode), each DP-SGD step reads its Poisson sample by position
+        (:mod:`dpsynth.data.row_store`)."""
+        from dpsynth.data.row_store import encode_table
+
+        self._check_params()
+        t0 = time.perf_counter()
+        gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+        init_seed = int(rng.integers(2**62))
+        self.transformer_ = TableTransformer(self.schema_, numeric="quantile", categorical="onehot")
+        self.transformer_.fit(self.metadata_, rng=rng)
+        rows = encode_table(table, self.schema_, self.transformer_, rng=rng, exact=self.ledger_.non_private)
+        try:
+            self._train(rows, gen=gen, init_seed=init_seed, progress=progress, t0=t0)
+        finally:
+            rows.close()
+
+    def _train(self, encoded, *, gen: torch.Generator, init_seed: int, progress: bool, t0: float) -> None:
+        """The diffusion phase on the encoded rows (a tensor, or rows on disk: read only as ``encoded[positions]``
+        and ``len(encoded)``); each step splits its sample into numbers (as normal scores) and category blocks."""
+        ledger = self.ledger_
         with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
             torch.manual_seed(init_seed)
             self._build(self._spans())
         layout = self.denoiser_.layout
-        alpha, x0 = layout.split(encoded)
-        z0 = gaussianize(alpha)
-        del encoded, alpha
-        n_rows, n_dp = len(z0), float(self.metadata_.n_rows)
+        n_rows, n_dp = len(encoded), float(self.metadata_.n_rows)
         spent = ledger.epsilon()
         private = not ledger.non_private
         phase = DPPhase("diffusion", ledger=ledger, n_dp=n_dp, target_epsilon=ledger.target_epsilon,
@@ -163,12 +192,14 @@ class DPTabDDPM(Synthesizer):
         def make_batch(idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
             """The charged batch's tensors, ``draws`` per row: scores, noise, blocks, forward draw, step."""
             m = len(idx) * draws
-            rows = x0[idx].repeat_interleave(draws, dim=0)
+            alpha, x0 = layout.split(encoded[idx])  # one read of the step's sample
+            rows = x0.repeat_interleave(draws, dim=0)
             t = torch.randint(1, total + 1, (m,), generator=gen)
             ab_t = ab[t]
             x_t = forward_categories(rows, ab_t, layout.blocks, gen)
             eps = torch.randn((m, layout.n_numeric), generator=gen)
-            tensors = (z0[idx].repeat_interleave(draws, dim=0), eps, rows, x_t, t.float() / total, ab_t, ab[t - 1])
+            tensors = (gaussianize(alpha).repeat_interleave(draws, dim=0), eps, rows, x_t, t.float() / total, ab_t,
+                       ab[t - 1])
             return tuple(v.reshape(len(idx), draws, *v.shape[1:]) for v in tensors)
 
         def loss(model_fn, *tensors):  # one row: the mean of its draws' losses, clipped as one unit
@@ -234,6 +265,7 @@ class TabDDPM(DPTabDDPM):
 
     name = "tabddpm"
     supports_dp = False
+    reads_tables = False  # the non-private reference fits a frame (its encoding is fitted on the exact rows)
     fast_params = {"hidden": 32, "layers": 1, "embed_dim": 16, "batch_size": 200, "epochs": 2,
                    "diffusion_steps": 50, "sample_steps": 5}
 
