@@ -5,8 +5,8 @@ the 10M-row file never sits in memory here). Each fit runs in a fresh process (i
 own) at epsilon 1, delta 1e-8 (below 1 / n at every size), Adult's public schema and the model's default
 hyper-parameters (``--param K=V`` sets one for every model), under a wall-clock limit: a fit that exceeds it is
 printed as ``> LIMIT`` and the model's larger sizes are skipped (they would take longer still). The models that read
-tables (``reads_tables``: MST, AIM, batch-AIM count marginals in DuckDB; ``dtgan-d`` and ``dp-ctgan`` encode the rows
-onto disk in chunks and read each DP-SGD step's Poisson sample from there) get the Parquet path with
+tables (``reads_tables``: MST, AIM, batch-AIM count marginals in DuckDB; the DP deep models encode
+the rows onto disk in chunks and read each training step's sample from there) get the Parquet path with
 ``backend="duckdb"``, so their memory should stay flat; every other model reads the file into a pandas frame first
 (in the peak). ``--source frame`` gives every model the frame (the in-memory path, for comparison). Timing only:
 nothing is evaluated.

@@ -105,7 +105,7 @@ def _add_fit(sub) -> None:
                    "dp-auto-gan)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
     p.add_argument("--backend", choices=["numpy", "duckdb", "spark"], default=None,
-                   help="where the models that read tables (mst, aim, batch-aim, and the DP deep models but dp-syn) "
+                   help="where the models that read tables (mst, aim, batch-aim and the DP deep models) "
                    "read the rows: 'numpy' in memory (default), 'duckdb' (SQL, spills to disk) or 'spark' (the active "
                    "or a local Spark session); a Parquet / CSV file is then read by that engine, never loaded into "
                    "memory (deep models encode it onto disk and read each step's sample from there)")

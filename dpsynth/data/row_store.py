@@ -81,7 +81,13 @@ class EncodedRows:
 
     def __getitem__(self, idx) -> torch.Tensor:
         """The rows at positions ``idx`` (a tensor or array of integers of any shape), in that order, as a new
-        float32 tensor of shape ``idx.shape + (width,)`` (as indexing a tensor of rows gives)."""
+        float32 tensor of shape ``idx.shape + (width,)`` (as indexing a tensor of rows gives); a slice ``x[a:b]``
+        is one contiguous read (passes over every row, a chunk at a time)."""
+        if isinstance(idx, slice):
+            start, stop, step = idx.indices(self.n_rows)
+            if step == 1:
+                return self._read_range(start, max(start, stop))
+            idx = np.arange(start, stop, step)
         positions = idx.numpy() if isinstance(idx, torch.Tensor) else np.asarray(idx)
         shape = (*positions.shape, self.width)
         positions = positions.astype(np.int64, copy=False).reshape(-1)
@@ -100,6 +106,20 @@ class EncodedRows:
                 if f.readinto(view[k * size:(k + 1) * size]) != size:
                     raise InputError("Internal error: the encoded rows' file is shorter than written.")
         return torch.from_numpy(rows).reshape(shape)
+
+    def _read_range(self, start: int, stop: int) -> torch.Tensor:
+        rows = np.empty((stop - start, self.width), dtype=np.float32)
+        if rows.size == 0:
+            return torch.from_numpy(rows)
+        view, done = memoryview(rows).cast("B"), 0
+        with open(self.path, "rb", buffering=0) as f:
+            f.seek(start * self.width * 4)
+            while done < len(view):  # a read may return less than asked (Linux: at most ~2 GB a call)
+                got = f.readinto(view[done:])
+                if not got:
+                    raise InputError("Internal error: the encoded rows' file is shorter than written.")
+                done += got
+        return torch.from_numpy(rows)
 
     def close(self) -> None:
         """Remove the folder (also done when the store is collected)."""

@@ -43,6 +43,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from dpsynth.data.row_store import check_row_backend
 from dpsynth.errors import InputError
 from dpsynth.models import register
 from dpsynth.models._conditional_gan import target_span
@@ -62,6 +63,8 @@ EM_SENSITIVITY = math.sqrt(3.0)
 #: floors of the M-step (post-processing of noisy sums): a component's weight count and a coordinate's variance
 MIN_COUNT, MIN_VARIANCE = 1.0, 1e-4
 _SAMPLE_CHUNK = 131_072
+#: rows per chunk when DP-EM passes over the rows (their latents are computed a chunk at a time)
+_CODE_CHUNK_ROWS = 65_536
 
 
 class RoutedAutoencoder(nn.Module):
@@ -124,9 +127,12 @@ class DPSYN(Synthesizer):
     ``autoencoder_batch_size`` (``None``: up to 512 rows, at least 200 steps) / ``autoencoder_learning_rate`` /
     ``autoencoder_max_grad_norm`` / ``autoencoder_share`` (of the budget after the metadata), ``components`` (Gaussians
     per label), ``em_iterations`` (noisy EM rounds), ``categorical_sampling`` (``"argmax"`` or ``"sample"``: how
-    decoded category logits become categories), ``calibration_accountant``."""
+    decoded category logits become categories), ``calibration_accountant``, ``backend`` (``"numpy"``: a pandas frame
+    in memory; ``"duckdb"`` / ``"spark"``: a Parquet / CSV path or a Spark DataFrame, its rows encoded onto disk;
+    :mod:`dpsynth.data.row_store`)."""
 
     name = "dp-syn"
+    reads_tables = True  # fit(path, backend="duckdb"): rows encoded onto disk, read by batch and by chunk
     phases = ("metadata", "autoencoder", "em")
     fast_params = {"autoencoder_epochs": 1.0, "autoencoder_batch_size": 32, "autoencoder_hidden": (16,),
                    "latent_dim": 4, "components": 2, "em_iterations": 3, "calibration_accountant": "rdp"}
@@ -146,6 +152,7 @@ class DPSYN(Synthesizer):
         em_iterations: int = 10,
         categorical_sampling: str = "argmax",
         calibration_accountant: str = "pld",
+        backend: str = "numpy",
     ):
         self.numeric = numeric
         self.latent_dim = latent_dim
@@ -160,6 +167,7 @@ class DPSYN(Synthesizer):
         self.em_iterations = em_iterations
         self.categorical_sampling = categorical_sampling
         self.calibration_accountant = calibration_accountant
+        self.backend = backend
 
     def _check_params(self) -> None:
         from dpsynth.data.transformers.numeric import NUMERIC_METHODS
@@ -172,6 +180,7 @@ class DPSYN(Synthesizer):
             raise InputError(f"categorical_sampling must be 'argmax' or 'sample'. Found {self.categorical_sampling!r}.")
         if self.calibration_accountant not in ("pld", "rdp"):
             raise InputError(f"calibration_accountant must be 'pld' or 'rdp'. Found {self.calibration_accountant!r}.")
+        check_row_backend(self)
 
     def _hidden(self, data_dim: int) -> tuple[int, ...]:
         return self.autoencoder_hidden or (choose_width(data_dim, tuned=AUTOENCODER_WIDTH),)
@@ -191,15 +200,39 @@ class DPSYN(Synthesizer):
         else:
             self.transformer_.fit(self.metadata_, rng=rng)
         x = torch.as_tensor(np.ascontiguousarray(self.transformer_.transform(frame, rng=rng)), dtype=torch.float32)
+        self._train(x, rng=rng, progress=progress, t0=t0)
+
+    def _fit_table(self, table, *, rng: np.random.Generator, progress: bool) -> None:
+        """Fit from a file (or a Spark DataFrame): the rows encoded onto disk once (the encoding fitted on the
+        metadata: DP, exact counts in the non-private mode); each DP-SGD step reads its Poisson sample by position
+        and each DP-EM round passes over the rows a chunk at a time (:mod:`dpsynth.data.row_store`)."""
+        from dpsynth.data.row_store import encode_table
+        from dpsynth.data.transformers import TableTransformer
+
+        t0 = time.perf_counter()
+        self.transformer_ = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot")
+        self.transformer_.fit(self.metadata_, rng=rng)
+        rows = encode_table(table, self.schema_, self.transformer_, rng=rng, exact=self.ledger_.non_private)
+        try:
+            self._train(rows, rng=rng, progress=progress, t0=t0)
+        finally:
+            rows.close()
+
+    def _train(self, x, *, rng: np.random.Generator, progress: bool, t0: float) -> None:
+        """The autoencoder and DP-EM phases on the encoded rows ``x`` (a tensor, or rows on disk: read only as
+        ``x[positions]``, ``x[a:b]`` and ``len(x)``). A row's label is read off its own encoded target slots."""
+        ledger = self.ledger_
         span = target_span(self.transformer_, self.schema_.target)
         self.label_span_ = None if span is None else (int(span.start), int(span.end))
         k = 1 if span is None else span.width
-        labels = torch.zeros(len(x), dtype=torch.long) if span is None else x[:, span.start:span.end].argmax(1)
-        onehot = torch.nn.functional.one_hot(labels, k).float()
+
+        def labels_of(rows: torch.Tensor) -> torch.Tensor:
+            return torch.zeros(len(rows), dtype=torch.long) if span is None else rows[:, span.start:span.end].argmax(1)
+
         self.label_probs_ = self._label_probabilities(k)
         seed = int(rng.integers(2**62))
         gen = torch.Generator().manual_seed(seed)
-        data_dim, spans = x.shape[1], self._spans()
+        data_dim, spans = int(self.transformer_.output_dim), self._spans()
         with torch.random.fork_rng(devices=[]):  # data-independent init, reproducible, no global side effect
             torch.manual_seed(seed + 1)
             autoencoders = RoutedAutoencoder(k, data_dim, self._hidden(data_dim), self.latent_dim)
@@ -215,14 +248,28 @@ class DPSYN(Synthesizer):
             return reconstruction_loss(model_fn(row, label), row, spans)
 
         optimizer = torch.optim.Adam(autoencoders.parameters(), lr=self.autoencoder_learning_rate)
-        phase.run(autoencoders, optimizer, loss, lambda idx: (x[idx], onehot[idx]), n_rows=len(x), generator=gen,
-                  progress=progress, label=self.name)
+
+        def batch(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            rows = x[idx]  # one read of the step's sample
+            return rows, torch.nn.functional.one_hot(labels_of(rows), k).float()
+
+        phase.run(autoencoders, optimizer, loss, batch, n_rows=len(x), generator=gen, progress=progress,
+                  label=self.name)
         autoencoders.requires_grad_(False).eval()
-        with torch.no_grad():  # each row through its own label's encoder, into the unit ball
-            z = torch.zeros(len(x), self.latent_dim)
-            for j, enc in enumerate(autoencoders.encoders):
-                z[labels == j] = enc(x[labels == j]) / math.sqrt(self.latent_dim)
-        em_settings = self._dp_em(z, labels, k, gen)
+
+        def codes():
+            """(latents, labels) of every row, a chunk at a time: each row through its own label's encoder, into
+            the unit ball (a pass over the rows per DP-EM round: nothing of the size of the table is kept)."""
+            for start in range(0, len(x), _CODE_CHUNK_ROWS):
+                rows = x[start:start + _CODE_CHUNK_ROWS]
+                labels = labels_of(rows)
+                z = torch.zeros(len(rows), self.latent_dim)
+                with torch.no_grad():
+                    for j, enc in enumerate(autoencoders.encoders):
+                        z[labels == j] = enc(rows[labels == j]) / math.sqrt(self.latent_dim)
+                yield z, labels
+
+        em_settings = self._dp_em(codes, k, gen)
         self.decoders_ = autoencoders.decoders
         self.budget_ = budget_summary(ledger, n_dp=n_dp, metadata_epsilon=spent, phases=[phase, ("em", em_settings)],
                                       shares={"autoencoder": self.autoencoder_share, "em": 1.0})
@@ -237,9 +284,10 @@ class DPSYN(Synthesizer):
                          0.0, None)
         return counts / counts.sum() if counts.sum() > 0 else np.full(k, 1.0 / k)
 
-    def _dp_em(self, z: torch.Tensor, labels: torch.Tensor, k: int, gen: torch.Generator) -> dict[str, Any]:
+    def _dp_em(self, codes, k: int, gen: torch.Generator) -> dict[str, Any]:
         """DP-EM (module docstring): ``em_iterations`` rounds, each one Gaussian release of every label's
-        statistics (L2 sensitivity sqrt 3) charged before its noise is drawn; the M-step is post-processing."""
+        statistics (L2 sensitivity sqrt 3; summed over ``codes()``'s chunks of (latents, labels), as they add up
+        row by row) charged before its noise is drawn; the M-step is post-processing."""
         ledger, m, d = self.ledger_, int(self.components), int(self.latent_dim)
         sigma = calibrate_gaussian_queries(ledger, self.em_iterations)  # noise multiplier of sensitivity 1
         scale = sigma * EM_SENSITIVITY
@@ -248,8 +296,9 @@ class DPSYN(Synthesizer):
         means = (torch.rand(k, m, d, generator=gen) * 2 - 1) / math.sqrt(d)
         variances = torch.full((k, m, d), 1.0 / d)
         for _ in range(self.em_iterations):
-            stats = release_statistics(em_statistics(z, labels, weights, means, variances), sigma=sigma,
-                                       ledger=ledger, generator=gen)
+            exact = sum((em_statistics(z, labels, weights, means, variances) for z, labels in codes()),
+                        torch.zeros(k, m, 1 + 2 * d))
+            stats = release_statistics(exact, sigma=sigma, ledger=ledger, generator=gen)
             count = stats[..., 0].clamp_min(MIN_COUNT)
             means = (stats[..., 1:1 + d] / count[..., None]).clamp(-1.0, 1.0)
             variances = (stats[..., 1 + d:] / count[..., None] - means**2).clamp(MIN_VARIANCE, 1.0)
