@@ -91,9 +91,10 @@ def cell_sql(cells, *, text_type: str = "VARCHAR", double_cast: str = "CAST") ->
     missing = cells.missing_cell if cells.nullable else -1
     parts = [f"WHEN {name} IS NULL THEN {missing}"]
     if cells.kind == "categorical":
+        cell_of = cells.cell_of_category()
         for i, c in enumerate(cells.categories):
-            parts.append(f"WHEN {category_test(name, c, text_type)} THEN {i}")
-        other = cells.categories.index("__other__") if "__other__" in cells.categories else missing
+            parts.append(f"WHEN {category_test(name, c, text_type)} THEN {int(cell_of[i])}")
+        other = int(cell_of[cells.categories.index("__other__")]) if "__other__" in cells.categories else missing
         parts.append(f"ELSE {other}")
     else:
         x = f"{double_cast}({name} AS DOUBLE)"

@@ -3,7 +3,10 @@
 Each schema column becomes one attribute with a fixed number of cells (:class:`ColumnCells`):
 
 - a categorical or binary column: one cell per declared or DP-released category (``"__other__"`` included when the
-  column has it), plus a missing cell when the column is nullable;
+  column has it), plus a missing cell when the column is nullable. Categories whose DP metadata count is below
+  ``rare`` noise standard deviations (3 by default, MST's rule) share one cell when there are two or more of them:
+  a cell measured for a handful of rows is mostly noise, and merging them shrinks every marginal the column enters
+  (Adult's native-country: 42 cells). Decoding draws a category of the shared cell in proportion to the DP counts;
 - a numeric column: up to ``max_bins`` bins, then one cell per special value, then a missing cell when nullable.
   The bins are unions of the metadata histogram's bins (public grid or DP discovery, :mod:`dpsynth.data.discovery`),
   cut where the DP histogram's cumulative mass crosses ``k / max_bins``: equal-mass bins from DP counts (no exact
@@ -45,7 +48,8 @@ DEFAULT_MAX_BINS = 32
 class ColumnCells:
     """How one column maps to cells. Numeric: ``edges`` (coarse bin edges), ``fine_edges`` and ``fine_weights``
     (the metadata histogram's bins and their clipped DP counts, for decoding), ``groups`` (fine bins per coarse
-    bin). Categorical: ``categories``."""
+    bin). Categorical: ``categories``, ``category_cells`` (the cell of each category; empty: one cell each) and
+    ``fine_weights`` (their clipped DP counts, for decoding a shared cell)."""
 
     name: str
     kind: str  # "categorical" or "numeric"
@@ -56,14 +60,24 @@ class ColumnCells:
     fine_weights: np.ndarray = field(default_factory=lambda: np.zeros(0))
     specials: tuple[float, ...] = ()
     rounds: bool = False
+    category_cells: tuple[int, ...] = ()
 
     @property
     def n_bins(self) -> int:
         return max(len(self.edges) - 1, 0)
 
     @property
+    def n_category_cells(self) -> int:
+        return max(self.category_cells) + 1 if self.category_cells else len(self.categories)
+
+    def cell_of_category(self) -> np.ndarray:
+        """The cell of each category (identity unless rare categories share a cell)."""
+        return np.asarray(self.category_cells, dtype=np.int64) if self.category_cells else \
+            np.arange(len(self.categories), dtype=np.int64)
+
+    @property
     def size(self) -> int:
-        body = len(self.categories) if self.kind == "categorical" else self.n_bins + len(self.specials)
+        body = self.n_category_cells if self.kind == "categorical" else self.n_bins + len(self.specials)
         return body + int(self.nullable)
 
     @property
@@ -80,13 +94,24 @@ class ColumnCells:
                 "categories": [c.item() if isinstance(c, np.generic) else c for c in self.categories],
                 "edges": [float(x) for x in self.edges], "fine_edges": [float(x) for x in self.fine_edges],
                 "fine_weights": [float(x) for x in self.fine_weights], "specials": [float(s) for s in self.specials],
-                "rounds": self.rounds}
+                "rounds": self.rounds, "category_cells": [int(c) for c in self.category_cells]}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ColumnCells:
         return cls(d["name"], d["kind"], bool(d["nullable"]), tuple(d["categories"]), np.asarray(d["edges"], float),
                    np.asarray(d["fine_edges"], float), np.asarray(d["fine_weights"], float),
-                   tuple(float(s) for s in d["specials"]), bool(d["rounds"]))
+                   tuple(float(s) for s in d["specials"]), bool(d["rounds"]),
+                   tuple(int(c) for c in d.get("category_cells", ())))  # files before rare cells: one cell each
+
+
+def _rare_cells(counts: np.ndarray, threshold: float) -> tuple[int, ...]:
+    """The cell of each category when those with a DP count below ``threshold`` share one (the last cell; the
+    others keep their order); () when fewer than two are rare (nothing to merge)."""
+    rare = counts < threshold
+    if threshold <= 0 or rare.sum() < 2:
+        return ()
+    kept = np.cumsum(~rare) - 1
+    return tuple(int(c) for c in np.where(rare, int((~rare).sum()), kept))
 
 
 def _coarse_edges(edges: np.ndarray, weights: np.ndarray, max_bins: int) -> np.ndarray:
@@ -111,14 +136,23 @@ class Discretizer:
         self.columns = columns
 
     @classmethod
-    def build(cls, schema: Schema, metadata: DPMetadata, max_bins: int = DEFAULT_MAX_BINS) -> Discretizer:
+    def build(cls, schema: Schema, metadata: DPMetadata, max_bins: int = DEFAULT_MAX_BINS, rare: float = 0.0
+              ) -> Discretizer:
+        """``rare``: categories whose DP count is below ``rare`` times the metadata's noise sd share a cell (0, or
+        exact metadata: one cell per category)."""
         if not (isinstance(max_bins, int) and max_bins >= 2):
             raise InputError(f"max_bins must be an integer >= 2. Found {max_bins!r}.")
+        sigma = 0.0 if metadata.non_private else float(metadata.sigma or 0.0)
         out = []
         for col in schema.columns:
             hist = metadata.histograms[col.name]
             if col.is_discrete:
-                out.append(ColumnCells(col.name, "categorical", col.nullable, tuple(col.categories)))
+                counts = np.clip(np.asarray(getattr(hist, "counts", np.zeros(len(col.categories))), float), 0, None)
+                if len(counts) != len(col.categories):  # no DP counts of these categories: nothing to merge on
+                    counts = np.full(len(col.categories), np.inf)
+                out.append(ColumnCells(col.name, "categorical", col.nullable, tuple(col.categories),
+                                       fine_weights=np.where(np.isfinite(counts), counts, 1.0),
+                                       category_cells=_rare_cells(counts, rare * sigma)))
                 continue
             if not isinstance(hist, NumericHistogram):
                 raise InputError(f"Column '{col.name}': numeric column without a numeric DP histogram.")
@@ -168,8 +202,9 @@ class Discretizer:
         cells = self.columns[j]
         hist = metadata.histograms[cells.name]
         if isinstance(hist, CategoricalHistogram):
-            y = np.asarray(hist.counts, float)
-            k = np.ones(len(y))
+            mapping = cells.cell_of_category()
+            y = np.bincount(mapping, weights=np.asarray(hist.counts, float), minlength=cells.n_category_cells)
+            k = np.bincount(mapping, minlength=cells.n_category_cells).astype(float)
         else:
             groups = cells.groups()
             y = np.bincount(groups, weights=np.asarray(hist.counts, float), minlength=cells.n_bins)
@@ -192,6 +227,8 @@ def encode_column(series: pd.Series, cells: ColumnCells) -> np.ndarray:
     if cells.kind == "categorical":
         col_other = "__other__" if "__other__" in cells.categories else None
         codes = categorical_codes(series, cells.categories, col_other, unknown_as_missing=cells.nullable)
+        if cells.category_cells:
+            codes = np.where(codes >= 0, cells.cell_of_category()[np.maximum(codes, 0)], codes)
     else:
         values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
         codes = np.clip(np.searchsorted(cells.edges, values, side="right") - 1, 0, cells.n_bins - 1)
@@ -209,7 +246,13 @@ def decode_column(codes: np.ndarray, cells: ColumnCells, rng: np.random.Generato
     missing = codes == cells.missing_cell if cells.nullable else np.zeros(len(codes), bool)
     if cells.kind == "categorical":
         values = np.asarray(list(cells.categories) + [np.nan], dtype=object)
-        return values[np.where(missing, len(cells.categories), np.minimum(codes, len(cells.categories) - 1))]
+        category = np.minimum(codes, cells.n_category_cells - 1).astype(np.int64)
+        if cells.category_cells:  # a category of each cell, in proportion to the DP counts (uniform when all 0)
+            mapping = cells.cell_of_category()
+            weights = np.where(mapping[None, :] == np.arange(cells.n_category_cells)[:, None],
+                               np.asarray(cells.fine_weights, float) + 1e-9, 0.0)
+            category = draw_rows(weights, np.where(missing, 0, category), rng)
+        return values[np.where(missing, len(cells.categories), category)]
     out = np.full(len(codes), np.nan)
     in_bin = (codes < cells.n_bins) & ~missing
     if in_bin.any():

@@ -35,7 +35,8 @@ class SelectMeasureGenerate(Synthesizer):
     def _prepare(self, source) -> None:
         """The counting backend on ``source``: a conformed pandas frame, or an engine-held table
         (:mod:`dpsynth.marginals.tables`) of the backend's engine."""
-        self.discretizer_ = Discretizer.build(self.schema_, self.metadata_, self.max_bins)
+        self.discretizer_ = Discretizer.build(self.schema_, self.metadata_, self.max_bins,
+                                              rare=float(getattr(self, "rare_cells", 0.0)))  # older files: none
         sizes = self.discretizer_.sizes
         if self.backend == "duckdb":
             self._counts = DuckDBBackend(source, self.discretizer_)

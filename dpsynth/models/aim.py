@@ -70,16 +70,18 @@ class AIM(SelectMeasureGenerate):
     ``max_model_size``: megabytes of the graphical model (float64 cells) at the end; ``round_iterations`` /
     ``iterations``: mirror-descent steps per round / at the end; ``max_bins``: bins per numeric column;
     ``backend``: "numpy", "duckdb" or "spark"; ``coarse_bins``: 0, or the bins of coarse queries (module
-    docstring)."""
+    docstring); ``rare_cells``: 0 (one cell per category), or r > 0: categories whose DP metadata count is below r
+    noise sds share one cell (:mod:`dpsynth.marginals.domain`)."""
 
     name = "aim"
     phases = ("metadata", PHASE)
     fast_params = {"round_iterations": 20, "iterations": 50, "max_model_size": 1.0}
-    zero_allowed = ("coarse_bins",)  # 0: no coarse queries
+    zero_allowed = ("coarse_bins", "rare_cells")  # 0: no coarse queries; one cell per category
 
     def __init__(self, *, target: str = "", max_model_size: float = 16.0, round_iterations: int = 100,
                  iterations: int = 1000, max_bins: int = DEFAULT_MAX_BINS, reuse_metadata: bool = True,
-                 backend: str = "numpy", coarse_bins: int = 0):
+                 backend: str = "numpy", coarse_bins: int = 0, rare_cells: float = 0.0):
+        self.rare_cells = rare_cells
         self.target = target
         self.coarse_bins = coarse_bins
         self.max_model_size = max_model_size

@@ -44,14 +44,17 @@ PHASE = "mst"
 class MST(SelectMeasureGenerate):
     """Maximum-spanning-tree marginals (see the module docstring). ``iterations``: mirror-descent steps of the
     final estimation; ``max_bins``: bins per numeric column; ``backend``: "numpy" (in memory), "duckdb" or
-    "spark"."""
+    "spark"; ``rare_cells``: 0 (one cell per category), or r > 0: categories whose DP metadata count is below r
+    noise sds share one cell (:mod:`dpsynth.marginals.domain`)."""
 
     name = "mst"
     phases = ("metadata", PHASE)
     fast_params = {"iterations": 50}
+    zero_allowed = ("rare_cells",)  # 0: one cell per category
 
     def __init__(self, *, max_bins: int = DEFAULT_MAX_BINS, iterations: int = 1000, reuse_metadata: bool = True,
-                 backend: str = "numpy"):
+                 backend: str = "numpy", rare_cells: float = 0.0):
+        self.rare_cells = rare_cells
         self.max_bins = max_bins
         self.iterations = iterations
         self.reuse_metadata = reuse_metadata

@@ -9,7 +9,7 @@ import pytest
 
 from dpsynth.data.discovery import resolve_schema
 from dpsynth.data.frame import conform
-from dpsynth.data.metadata import DPMetadata, NumericHistogram
+from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
 from dpsynth.marginals.backends import NumPyBackend
 from dpsynth.marginals.domain import Discretizer
@@ -78,22 +78,66 @@ def test_metadata_histogram_is_a_measurement_with_summed_noise():
     assert y[-1] == 10.0 and sigma[-1] == 4.0
 
 
-def _adult_parquet(adult, adult_schema, tmp_path, *, rows: int, state: int):
-    """A conformed Adult sample, its cells (from DP metadata) and the same rows written as Parquet."""
+def _categorical(counts, sigma=4.0, nullable=False):
+    col = Column("c", "categorical", categories=tuple(f"k{i}" for i in range(len(counts))), nullable=nullable)
+    hist = CategoricalHistogram(col.categories, np.asarray(counts, float), 30.0 if nullable else 0.0)
+    return Schema((col,)), DPMetadata(float(sum(counts)), {"c": hist}, sigma=sigma)
+
+
+def test_rare_categories_share_one_cell_built_from_the_dp_counts_only():
+    """Categories whose DP count is below rare x sigma share the last cell (two or more of them); the others keep
+    their order. Private rows are encoded onto the shared cell, the metadata counts are summed onto it with the
+    summed noise, and decoding draws its categories in proportion to their DP counts."""
+    schema, meta = _categorical([500.0, 3.0, 200.0, 0.0, 9.0, 11.0], nullable=True)
+    cells = Discretizer.build(schema, meta, rare=3.0).columns[0]  # threshold 12: k1, k3, k4, k5 are rare
+    assert cells.category_cells == (0, 2, 1, 2, 2, 2) and cells.size == 3 + 1 and cells.missing_cell == 3
+    frame = pd.DataFrame({"c": ["k0", "k1", "k2", "k5", None, "k3"]})
+    assert Discretizer([cells]).encode(frame)[:, 0].tolist() == [0, 2, 1, 2, 3, 2]
+    y, sd = Discretizer([cells]).metadata_measurement(0, meta)
+    np.testing.assert_allclose(y, [500.0, 200.0, 23.0, 30.0])
+    np.testing.assert_allclose(sd, [4.0, 4.0, 8.0, 4.0])  # four noisy counts summed: sd 2 sigma
+    codes = np.array([[2]] * 23000 + [[0]] * 10 + [[3]] * 10, dtype=np.int32)
+    values = Discretizer([cells]).decode(codes, np.random.default_rng(0))["c"]
+    shared = values.iloc[:23000].value_counts(normalize=True)
+    assert set(shared.index) == {"k1", "k4", "k5"}  # k3's DP count is 0: never drawn (up to 1e-9 of mass)
+    for name, count in (("k1", 3.0), ("k4", 9.0), ("k5", 11.0)):
+        assert abs(shared[name] - count / 23.0) < 0.015
+    assert (values.iloc[23000:23010] == "k0").all() and values.iloc[23010:].isna().all()
+    restored = Discretizer.from_dict(Discretizer([cells]).to_dict()).columns[0]
+    assert restored.category_cells == cells.category_cells and restored.size == cells.size
+
+
+@pytest.mark.parametrize("counts, rare, sigma", [
+    ([500.0, 3.0, 200.0], 3.0, 4.0),  # one rare category: nothing to merge
+    ([500.0, 3.0, 2.0], 0.0, 4.0),  # rare=0: one cell each
+    ([500.0, 3.0, 2.0], 3.0, 0.0)])  # exact metadata (no noise): one cell each
+def test_categories_keep_a_cell_each_when_there_is_nothing_to_merge(counts, rare, sigma):
+    schema, meta = _categorical(counts, sigma=sigma)
+    cells = Discretizer.build(schema, meta, rare=rare).columns[0]
+    assert cells.category_cells == () and cells.size == len(counts)
+    old = {k: v for k, v in cells.to_dict().items() if k != "category_cells"}  # a model file from before
+    assert Discretizer.from_dict([old]).columns[0].size == len(counts)
+
+
+def _adult_parquet(adult, adult_schema, tmp_path, *, rows: int, state: int, rare: float = 0.0):
+    """A conformed Adult sample, its cells (from DP metadata; rare categories sharing a cell with ``rare`` > 0) and
+    the same rows written as Parquet."""
     train = adult[0].sample(rows, random_state=state).reset_index(drop=True)
     schema, meta = resolve_schema(train, adult_schema, ledger=PrivacyLedger(target_epsilon=1.0, target_delta=1e-5),
                                   share=0.1, rng=np.random.default_rng(0))
     frame = conform(train, schema)
     path = tmp_path / "adult.parquet"
     frame.to_parquet(path)
-    return frame, Discretizer.build(schema, meta), path
+    return frame, Discretizer.build(schema, meta, rare=rare), path
 
 
-def test_duckdb_reads_a_file_as_numpy_counts_the_frame(adult, adult_schema, tmp_path):
+@pytest.mark.parametrize("rare", [0.0, 3.0])
+def test_duckdb_reads_a_file_as_numpy_counts_the_frame(adult, adult_schema, tmp_path, rare):
     pytest.importorskip("duckdb")
     from dpsynth.marginals.backends import DuckDBBackend
 
-    frame, disc, path = _adult_parquet(adult, adult_schema, tmp_path, rows=3000, state=3)
+    frame, disc, path = _adult_parquet(adult, adult_schema, tmp_path, rows=3000, state=3, rare=rare)
+    assert (disc.sizes[13] < 40) == (rare > 0)  # native-country's rare countries share a cell
     ours, duck = NumPyBackend(disc.encode(frame), disc.sizes), DuckDBBackend(path, disc)
     for clique in [(1,), (0, 14), (3, 5, 14)]:
         np.testing.assert_array_equal(duck.counts(clique), ours.counts(clique))
@@ -144,7 +188,7 @@ def test_spark_counts_the_tables_numpy_counts(spark, adult, adult_schema, tmp_pa
         np.testing.assert_array_equal(from_pandas.counts(clique), ours.counts(clique))
     from_pandas.close()
 
-    frame, disc, path = _adult_parquet(adult, adult_schema, tmp_path, rows=2000, state=4)
+    frame, disc, path = _adult_parquet(adult, adult_schema, tmp_path, rows=2000, state=4, rare=3.0)
     ours = NumPyBackend(disc.encode(frame), disc.sizes)
     from_path, from_spark = SparkBackend(str(path), disc, spark=spark), \
         SparkBackend(spark.read.parquet(str(path)), disc, spark=spark)

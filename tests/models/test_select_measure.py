@@ -140,6 +140,26 @@ def test_samples_stay_in_the_schema_domain(fitted, adult_schema):
                 assert values.min() >= col.lower and values.max() <= col.upper
 
 
+def test_rare_cells_shrink_the_domain_at_no_privacy_cost(adult, adult_schema):
+    """rare_cells > 0 merges categories by their DP metadata counts (post-processing): the same metadata release and
+    the same mechanisms on a smaller domain, samples still every category of the schema (none invented), and the
+    setting survives the model file."""
+    train = adult[0].sample(4000, random_state=2).reset_index(drop=True)
+    plain = MST(iterations=50).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    merged = MST(iterations=50, rare_cells=3.0).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    country = adult_schema.names.index("native-country")
+    assert merged.discretizer_.sizes[country] < plain.discretizer_.sizes[country] == 42
+    assert merged.ledger_.epsilon() == pytest.approx(plain.ledger_.epsilon())
+    # the same events (the marginals chosen differ: the domain does)
+    assert [(e.phase, e.event, e.count) for e in merged.ledger_.entries] == \
+        [(e.phase, e.event, e.count) for e in plain.ledger_.entries]
+    sample = merged.sample(20000, seed=1)
+    countries = set(sample["native-country"].dropna())
+    assert countries <= set(adult_schema.columns[country].categories) and len(countries) > 4
+    with pytest.raises(Exception, match="rare_cells"):
+        MST(rare_cells=-1.0).check_params()
+
+
 def test_aim_target_workload_holds_triples_with_the_target(adult, adult_schema):
     train = adult[0].sample(3000, random_state=1).reset_index(drop=True)
     model = AIM(target="income", round_iterations=20, iterations=50, max_model_size=4.0)
