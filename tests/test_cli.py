@@ -75,7 +75,7 @@ def _one_line_error(capsys, code, *parts):
     (["sample", "no-model.dpsynth", "-n", "5", "-o", "s.xlsx"], "must end in .csv or .parquet. Found 's.xlsx'"),
     (["fit", "{tiny}", "--epsilon", "1", "--out", "no/such/folder/m.dpsynth"], "Output folder no/such/folder"),
     # a model that fits frames only: the message names the ones that read tables
-    (["fit", "{tiny}", "--model", "marginals", "--backend", "duckdb", "--epsilon", "1", "--out", "x"],
+    (["fit", "{tiny}", "--model", "gaussian-copula", "--backend", "duckdb", "--epsilon", "inf", "--out", "x"],
      "--backend applies to the models that read tables (aim, batch-aim, dp-auto-gan"),
     # argparse's own complaints: one line too, not a usage block
     (["fit", "adult", "--epsilon", "abc", "--out", "x"], "epsilon must be a number or 'inf'. Found 'abc'"),

@@ -105,10 +105,10 @@ def _add_fit(sub) -> None:
                    "dp-auto-gan)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
     p.add_argument("--backend", choices=["numpy", "duckdb", "spark"], default=None,
-                   help="where the models that read tables (mst, aim, batch-aim and the DP deep models) "
-                   "read the rows: 'numpy' in memory (default), 'duckdb' (SQL, spills to disk) or 'spark' (the active "
-                   "or a local Spark session); a Parquet / CSV file is then read by that engine, never loaded into "
-                   "memory (deep models encode it onto disk and read each step's sample from there)")
+                   help="where a DP model reads the rows: 'numpy' in memory (default), 'duckdb' (SQL, spills to "
+                   "disk) or 'spark' (the active or a local Spark session); a Parquet / CSV file is then read by that "
+                   "engine, never loaded into memory (deep models encode it onto disk and read each step's sample "
+                   "from there)")
     p.add_argument("--seed", type=int, help="reproducible fit; whoever knows the seed can replay the DP noise: "
                    "keep it secret, or leave it out for a release")
     p.add_argument("--dtypes", choices=["public", "private"], default=None,

@@ -457,9 +457,11 @@ def metadata_cell_sql(table: SQLTable, col: Column, edges: np.ndarray | None = N
     return "CASE " + " ".join(parts) + " ELSE 0 END"
 
 
-def count_metadata_cells(table: SQLTable, schema: Schema) -> tuple[int, dict[str, np.ndarray]]:
+def count_metadata_cells(table: SQLTable, schema: Schema, edges: dict[str, np.ndarray] | None = None
+                         ) -> tuple[int, dict[str, np.ndarray]]:
     """(row count, {column: exact metadata cells}) of ``table`` under ``schema``, checking the table against the
-    schema as :meth:`Schema.validate` does (one GROUP BY per column; messages carry no count or value)."""
+    schema as :meth:`Schema.validate` does (one GROUP BY per column; messages carry no count or value).
+    ``edges``: the bins of numeric columns (default: the public grid of each; a model may count its own)."""
     from dpsynth.data.discovery import public_grid
 
     absent = [n for n in schema.names if n not in table.names]
@@ -479,9 +481,9 @@ def count_metadata_cells(table: SQLTable, schema: Schema) -> tuple[int, dict[str
         raise InputError("The table has no rows.")
     cells = {}
     for col in schema.columns:
-        edges = None if col.is_discrete else public_grid(col)
-        size = len(col.categories) + 1 if col.is_discrete else len(edges) - 1 + len(col.special_values) + 3
-        counts = table.code_counts(metadata_cell_sql(table, col, edges))
+        bins = None if col.is_discrete else (edges or {}).get(col.name, public_grid(col))
+        size = len(col.categories) + 1 if col.is_discrete else len(bins) - 1 + len(col.special_values) + 3
+        counts = table.code_counts(metadata_cell_sql(table, col, bins))
         if counts.get(_UNKNOWN):
             raise SchemaError(f"Column '{col.name}' has values outside the declared categories (not shown: "
                               "private). Declare them, or an \"other\" category.")

@@ -146,10 +146,10 @@ class Synthesizer(ABC):
     ) -> Synthesizer:
         """Fit on private ``data`` within a privacy budget; see the module docstring.
 
-        ``data`` is a pandas DataFrame; models with ``reads_tables`` (``aim``, ``mst``, ``batch-aim`` and the DP deep
-        models, with ``backend="duckdb"`` or ``"spark"``) also take a Parquet / CSV path or a Spark
-        DataFrame, counted by the engine without loading the rows (:mod:`dpsynth.marginals.tables`; the deep models
-        encode the rows onto disk in chunks and read each step's sample from there); without a public ``schema``,
+        ``data`` is a pandas DataFrame; models with ``reads_tables`` (every DP model, with ``backend="duckdb"`` or
+        ``"spark"``) also take a Parquet / CSV path or a Spark DataFrame, counted by the engine without loading the
+        rows (:mod:`dpsynth.marginals.tables`; the deep models encode the rows onto disk in chunks and read each
+        step's sample from there); without a public ``schema``,
         DP discovery runs in the engine: from the column types of a Parquet file or a Spark DataFrame, and on a CSV
         file (which has no types) with private dtypes, as ``dpsynth fit FILE.csv`` reads it with pandas.
 

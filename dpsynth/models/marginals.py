@@ -17,7 +17,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dpsynth.data.discovery import histogram_categorical, histogram_numeric
+from dpsynth.data.discovery import (
+    categorical_cells,
+    noisy_categorical_histogram,
+    noisy_numeric_histogram,
+    numeric_cells,
+)
 from dpsynth.data.metadata import CategoricalHistogram, NumericHistogram
 from dpsynth.models import register
 from dpsynth.models.base import Synthesizer
@@ -29,15 +34,50 @@ __all__ = ["Marginals"]
 
 @register
 class Marginals(Synthesizer):
-    """Independent DP marginals. No hyper-parameters beyond ``reuse_metadata``."""
+    """Independent DP marginals. Hyper-parameters: ``reuse_metadata`` (combine with the metadata's histograms) and
+    ``backend`` (``"numpy"``: a pandas frame; ``"duckdb"`` / ``"spark"``: a Parquet / CSV path or a Spark DataFrame,
+    each histogram counted by the engine, the rows never loaded)."""
 
     name = "marginals"
+    reads_tables = True  # fit(path, backend="duckdb"): the histograms are counted where the rows live
     phases = ("metadata", "marginals")
 
-    def __init__(self, *, reuse_metadata: bool = True):
+    def __init__(self, *, reuse_metadata: bool = True, backend: str = "numpy"):
         self.reuse_metadata = reuse_metadata
+        self.backend = backend
+
+    def _check_params(self) -> None:
+        from dpsynth.data.row_store import check_row_backend
+
+        check_row_backend(self)
 
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
+        def cells(col):  # the exact cells of one column's histogram (public or DP edges: no private read)
+            if col.is_discrete:
+                return categorical_cells(frame[col.name], col)
+            return numeric_cells(frame[col.name], col, self.metadata_.histograms[col.name].edges)
+
+        self._release(cells, rng)
+
+    def _fit_table(self, table, *, rng: np.random.Generator, progress: bool) -> None:
+        """Fit on a file (or a Spark DataFrame) held by an engine: the same cells counted by one GROUP BY per
+        column (:func:`dpsynth.marginals.tables.count_metadata_cells`), the same release. The engine reads the raw
+        values, so a row outside a column's bounds is counted in an out-of-range cell: it is moved into the edge bin
+        before the noise, where the frame path's conformed (clipped) value lies (still one cell per row)."""
+        from dpsynth.marginals.tables import count_metadata_cells
+
+        edges = {col.name: np.asarray(self.metadata_.histograms[col.name].edges, float)
+                 for col in self.schema_.columns if not col.is_discrete}
+        _, counted = count_metadata_cells(table, self.schema_, edges)
+        for name, bins in edges.items():
+            cells = counted[name]  # bins, special values, missing, below, above
+            cells[0] += cells[-2]
+            cells[len(bins) - 2] += cells[-1]
+            cells[-2:] = 0
+        self._release(lambda col: counted[col.name], rng)
+
+    def _release(self, cells, rng: np.random.Generator) -> None:
+        """One Gaussian histogram per column of the exact ``cells(column)``, combined with the metadata's."""
         ledger = self.ledger_
         spent = ledger.epsilon()
         sigma = calibrate_gaussian_queries(ledger, len(self.schema_))
@@ -46,10 +86,9 @@ class Marginals(Synthesizer):
         for col in self.schema_.columns:
             old = self.metadata_.histograms[col.name]
             if col.is_discrete:
-                new = histogram_categorical(frame[col.name], col, _Phase(ledger), sigma, rng)
+                new = noisy_categorical_histogram(cells(col), col, _Phase(ledger), sigma, rng)
             else:
-                edges = old.edges  # public (or DP) edges: reusing them reads no private rows
-                new = histogram_numeric(frame[col.name], col, edges, _Phase(ledger), sigma, rng)
+                new = noisy_numeric_histogram(cells(col), col, old.edges, _Phase(ledger), sigma, rng)
             self.histograms_[col.name] = _combine(old, new, meta_sigma, sigma) if self.reuse_metadata else new
         settings = {"mechanism": "gaussian histograms", "queries": len(self.schema_), "noise_multiplier": sigma,
                     "epsilon_after": json_number(ledger.epsilon())}
