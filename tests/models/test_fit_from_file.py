@@ -64,16 +64,15 @@ def _steps_and_em_passes(model, n):  # DP-syn: its DP-SGD steps, then one pass o
 
 
 @pytest.mark.parametrize("name, extra, steps", [
-    pytest.param("dp-tldm", {}, _dp_sgd_steps, marks=[
-        pytest.mark.slow(reason="two fits whose noise is calibrated by PLD, about 25 s"), pytest.mark.ci]),
-    ("dp-auto-gan", {}, _dp_sgd_steps),
-    ("dp-auto-gan", {"encoder": "frozen", "critic_loss": "wgan-gp"}, _dp_sgd_steps),
-    ("dp-wgan", {}, _dp_sgd_steps), ("dp-gan-dnn", {}, _dp_sgd_steps), ("pate-gan", {}, _teacher_steps),
-    ("dp-tabddpm", {"noise_draws": 2}, _dp_sgd_steps), ("dp-syn", {}, _steps_and_em_passes),
-    *[pytest.param(name, {}, steps, marks=[pytest.mark.slow(reason="a sibling covers its path, about 5 s"),
-                                            pytest.mark.ci])
-      for name, steps in [("dp-vae", _dp_sgd_steps), ("dp-gan", _dp_sgd_steps), ("dp-dnn", _dp_sgd_steps),
-                          ("pate-ctgan", _teacher_steps)]]])
+    ("dp-auto-gan", {}, _dp_sgd_steps), ("pate-gan", {}, _teacher_steps), ("dp-syn", {}, _steps_and_em_passes),
+    *[pytest.param(name, extra, steps, marks=[pytest.mark.slow(reason="a sibling covers most of its path, 3-25 s"),
+                                              pytest.mark.ci])
+      for name, extra, steps in [
+          ("dp-tldm", {}, _dp_sgd_steps), ("dp-vae", {}, _dp_sgd_steps),
+          ("dp-auto-gan", {"encoder": "frozen", "critic_loss": "wgan-gp"}, _dp_sgd_steps),
+          ("dp-tabddpm", {"noise_draws": 2}, _dp_sgd_steps), ("dp-wgan", {}, _dp_sgd_steps),
+          ("dp-gan", {}, _dp_sgd_steps), ("dp-dnn", {}, _dp_sgd_steps), ("dp-gan-dnn", {}, _dp_sgd_steps),
+          ("pate-ctgan", {}, _teacher_steps)]]])
 def test_a_fit_from_a_parquet_file_reads_its_rows_from_disk_with_the_frame_fits_plan(name, extra, steps, small,
                                                                                      adult_schema, tmp_path,
                                                                                      disk_reads):
