@@ -31,9 +31,8 @@ __all__ = ["EncodedRows", "encode_table", "check_row_backend", "ENCODE_CHUNK_ROW
 ROW_BACKENDS = ("numpy", "duckdb", "spark")
 
 
-
 def check_row_backend(model) -> None:
-    """One InputError line when a DP-SGD model's ``backend`` hyper-parameter is not one of :data:`ROW_BACKENDS`
+    """One InputError line when a model's ``backend`` hyper-parameter is not one of :data:`ROW_BACKENDS`
     (a model saved before backends existed has none: it read frames)."""
     backend = getattr(model, "backend", "numpy")
     if backend not in ROW_BACKENDS:

@@ -3,10 +3,11 @@
 Each schema column becomes one attribute with a fixed number of cells (:class:`ColumnCells`):
 
 - a categorical or binary column: one cell per declared or DP-released category (``"__other__"`` included when the
-  column has it), plus a missing cell when the column is nullable. Categories whose DP metadata count is below
-  ``rare`` noise standard deviations (3 by default, MST's rule) share one cell when there are two or more of them:
-  a cell measured for a handful of rows is mostly noise, and merging them shrinks every marginal the column enters
-  (Adult's native-country: 42 cells). Decoding draws a category of the shared cell in proportion to the DP counts;
+  column has it), plus a missing cell when the column is nullable. With ``rare`` > 0 (the models' ``rare_cells``;
+  off by default, 3 is MST's rule), the categories whose DP metadata count is below ``rare`` noise standard
+  deviations share one cell when there are two or more of them: a cell measured for a handful of rows is mostly
+  noise, and merging them shrinks every marginal the column enters (Adult's native-country: 42 cells). Decoding
+  draws a category of the shared cell in proportion to the DP counts. On Adult it measured worse (README);
 - a numeric column: up to ``max_bins`` bins, then one cell per special value, then a missing cell when nullable.
   The bins are unions of the metadata histogram's bins (public grid or DP discovery, :mod:`dpsynth.data.discovery`),
   cut where the DP histogram's cumulative mass crosses ``k / max_bins``: equal-mass bins from DP counts (no exact
