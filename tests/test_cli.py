@@ -188,7 +188,8 @@ def test_demo_writes_model_csv_ledger_evaluation_risk_and_report(tmp_path):
         assert r["n_targets"] > 0 and 0 < r["confidence"] < 1
 
 
-@pytest.mark.parametrize("name", ["dp-tldm", "dp-auto-gan"])
+@pytest.mark.parametrize("name", ["dp-auto-gan", pytest.param("dp-tldm", marks=[
+    pytest.mark.slow(reason="dp-auto-gan covers the deep models' CLI path, about 11 s"), pytest.mark.ci])])
 def test_deep_models_fit_sample_info_through_the_cli(name, small_csv, tmp_path, adult_schema, capsys):
     from dpsynth.models import get_model_class
 

@@ -102,7 +102,8 @@ def test_round_trip_through_dict_gives_the_same_map():
     pd.testing.assert_frame_equal(a, b)
 
 
-@pytest.mark.parametrize("name", ["dp-tldm", "dp-auto-gan"])
+@pytest.mark.parametrize("name", ["dp-auto-gan", pytest.param("dp-tldm", marks=[
+    pytest.mark.slow(reason="dp-auto-gan covers the switch, about 11 s"), pytest.mark.ci])])
 def test_models_use_it_and_can_switch_it_off(name, adult_small, adult_schema):
     from dpsynth.models import get_model_class
 

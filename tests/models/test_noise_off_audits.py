@@ -67,7 +67,13 @@ def _released_country_counts(model, canaries) -> np.ndarray:
     return np.array([counts[c] for c in canaries[SIGNATURE]])
 
 
-@pytest.mark.parametrize("name", sorted(DEEP))
+# subclasses running their parent's mechanisms (dp-ctgan: DTGAN_D's; dp-vae: DP-TLDM's VAE phase) run in CI's slow pass
+_SUBCLASSES = ("dp-ctgan", "dp-vae")
+
+
+@pytest.mark.parametrize("name", [n if n not in _SUBCLASSES else pytest.param(n, marks=[
+    pytest.mark.slow(reason="its parent's audit covers its mechanisms, about 10 s"), pytest.mark.ci])
+    for n in sorted(DEEP)])
 def test_deep_model_audits_catch_the_missing_noise(adult, adult_schema, name, monkeypatch):
     """An epsilon = 1 fit of each deep model (fast_params) on the canary table of tests/models/_canary.py, with the
     noise off, is refuted twice, on each kind of mechanism it runs:
