@@ -43,6 +43,8 @@ __all__ = ["execute", "kill_live_workers", "remove_stale_scratch", "run_bench", 
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 _SCRATCH = "dpsynth-bench-"
+#: the driver's main thread wakes at least this often (seconds) while runs are in flight, so Ctrl-C is acted on
+_POLL_S = 0.5
 
 # The worker processes this driver has running (each in its own session): killed on an interrupt.
 _LIVE: set[subprocess.Popen] = set()
@@ -201,7 +203,7 @@ def run_bench(spec: BenchSpec, results: str | Path, *, workers: int = 1, executo
 
 def _local_results(pending: list[Run], limits, threads: int, workers: int, executor: str):
     """(run, result) in completion order; each worker thread only waits on its run's process."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures: dict = {}
@@ -210,8 +212,14 @@ def _local_results(pending: list[Run], limits, threads: int, workers: int, execu
         try:
             for run in pending:
                 futures[pool.submit(execute, run.to_dict(), limits, threads)] = run
-            for future in as_completed(futures):
-                yield futures[future], future.result()
+            running = set(futures)
+            while running:
+                # waits of half a second, never an open-ended one: the kernel may deliver Ctrl-C to a worker
+                # thread, and Python runs its handler in the main thread only once that thread wakes (seen in CI:
+                # a driver blocked in as_completed for good after SIGINT, its main thread never woken)
+                done, running = wait(running, timeout=_POLL_S, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield futures[future], future.result()
         except BaseException:  # Ctrl-C or a failed commit: no new runs, and the ones in flight are killed
             for future in futures:
                 future.cancel()
@@ -237,7 +245,7 @@ def _ray_results(pending: list[Run], limits, threads: int, workers: int, executo
         refs = {remote.remote(run.to_dict(), limits, threads): run for run in pending}
         waiting = list(refs)
         while waiting:
-            ready, waiting = ray.wait(waiting, num_returns=1)
+            ready, waiting = ray.wait(waiting, num_returns=1, timeout=_POLL_S)  # short waits: see _local_results
             for ref in ready:
                 try:
                     result = ray.get(ref)
