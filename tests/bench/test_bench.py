@@ -287,7 +287,7 @@ def test_ctrl_c_kills_the_runs_in_flight_and_records_none_of_them(tmp_path):
     try:
         # communicate, not wait: it drains the pipes, so a driver with much to say cannot block on a full pipe
         _, err = driver.communicate(timeout=30)
-    except subprocess.TimeoutExpired:  # seen twice in CI's second pass, never alone: report where it hangs
+    except subprocess.TimeoutExpired:  # report where it hangs (how the worker-thread delivery of SIGINT was found)
         driver.send_signal(signal.SIGABRT)
         out, err = driver.communicate(timeout=30)
         pytest.fail(f"the driver did not exit within 30 s of SIGINT. stdout: {out[-1500:]!r} stderr (thread "
