@@ -18,13 +18,14 @@ import shutil
 import tempfile
 import weakref
 from collections.abc import Iterable
+from contextlib import contextmanager
 
 import numpy as np
 import torch
 
 from dpsynth.errors import InputError
 
-__all__ = ["EncodedRows", "encode_table", "check_row_backend", "ENCODE_CHUNK_ROWS", "ROW_BACKENDS"]
+__all__ = ["EncodedRows", "encode_table", "rows_on_disk", "check_row_backend", "ENCODE_CHUNK_ROWS", "ROW_BACKENDS"]
 
 #: where a DP-SGD model reads its rows: a pandas frame in memory ("numpy"), or a file / Spark DataFrame held by an
 #: engine and encoded onto disk ("duckdb", "spark")
@@ -136,3 +137,14 @@ def encode_table(table, schema, transformer, *, rng: np.random.Generator, exact:
     chunks = (transformer.transform(conform(chunk, schema, exact=exact), rng=rng)
               for chunk in table.row_batches(list(schema.names), chunk_rows))
     return EncodedRows.write(chunks, width=transformer.output_dim)
+
+
+@contextmanager
+def rows_on_disk(table, schema, transformer, *, rng: np.random.Generator, exact: bool):
+    """:func:`encode_table` for the length of a ``with`` block: the rows on disk are removed when it ends, whatever
+    way it ends (a fit's training runs inside it)."""
+    rows = encode_table(table, schema, transformer, rng=rng, exact=exact)
+    try:
+        yield rows
+    finally:
+        rows.close()

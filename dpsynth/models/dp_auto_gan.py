@@ -221,18 +221,15 @@ class DPAutoGAN(Synthesizer):
         """Fit from a file (or a Spark DataFrame): the rows are encoded onto disk once, the encoding fitted on the
         metadata (DP; exact counts in the non-private mode), and every DP-SGD step reads its Poisson sample by
         position (:mod:`dpsynth.data.row_store`): memory does not grow with the rows."""
-        from dpsynth.data.row_store import encode_table
+        from dpsynth.data.row_store import rows_on_disk
         from dpsynth.data.transformers import TableTransformer
 
         self._check_params()
         t0 = time.perf_counter()
         self.transformer_ = TableTransformer(self.schema_, numeric=self.numeric, categorical="onehot")
         self.transformer_.fit(self.metadata_, rng=rng)
-        rows = encode_table(table, self.schema_, self.transformer_, rng=rng, exact=self.ledger_.non_private)
-        try:
+        with rows_on_disk(table, self.schema_, self.transformer_, rng=rng, exact=self.ledger_.non_private) as rows:
             self._train(rows, rng=rng, progress=progress, t0=t0)
-        finally:
-            rows.close()
 
     def _train(self, x, *, rng: np.random.Generator, progress: bool, t0: float) -> None:
         """The autoencoder and GAN phases on the encoded rows ``x`` (a tensor, or rows on disk: read only as

@@ -155,7 +155,7 @@ class DPTabDDPM(Synthesizer):
         """Fit from a file (or a Spark DataFrame): the rows encoded onto disk once (the encoding fitted on the
         metadata: DP, exact counts in the non-private mode), each DP-SGD step reads its Poisson sample by position
         (:mod:`dpsynth.data.row_store`)."""
-        from dpsynth.data.row_store import encode_table
+        from dpsynth.data.row_store import rows_on_disk
 
         self._check_params()
         t0 = time.perf_counter()
@@ -163,11 +163,8 @@ class DPTabDDPM(Synthesizer):
         init_seed = int(rng.integers(2**62))
         self.transformer_ = TableTransformer(self.schema_, numeric="quantile", categorical="onehot")
         self.transformer_.fit(self.metadata_, rng=rng)
-        rows = encode_table(table, self.schema_, self.transformer_, rng=rng, exact=self.ledger_.non_private)
-        try:
+        with rows_on_disk(table, self.schema_, self.transformer_, rng=rng, exact=self.ledger_.non_private) as rows:
             self._train(rows, gen=gen, init_seed=init_seed, progress=progress, t0=t0)
-        finally:
-            rows.close()
 
     def _train(self, encoded, *, gen: torch.Generator, init_seed: int, progress: bool, t0: float) -> None:
         """The diffusion phase on the encoded rows (a tensor, or rows on disk: read only as ``encoded[positions]``

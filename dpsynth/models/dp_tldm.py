@@ -192,18 +192,15 @@ class DPTLDM(Synthesizer):
         """Fit from a file (or a Spark DataFrame): the rows are encoded onto disk once, the encoding fitted on the
         metadata (DP; exact counts in the non-private mode), and every DP-SGD step reads its Poisson sample by
         position (:mod:`dpsynth.data.row_store`): memory does not grow with the rows."""
-        from dpsynth.data.row_store import encode_table
+        from dpsynth.data.row_store import rows_on_disk
 
         self._check_params()
         gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
         init_seed = int(rng.integers(2**62))
         self.transformer_ = TableTransformer(self.schema_, numeric=self.numeric, categorical=self.categorical)
         self.transformer_.fit(self.metadata_, rng=rng)
-        rows = encode_table(table, self.schema_, self.transformer_, rng=rng, exact=self.ledger_.non_private)
-        try:
+        with rows_on_disk(table, self.schema_, self.transformer_, rng=rng, exact=self.ledger_.non_private) as rows:
             self._train(rows, gen=gen, init_seed=init_seed, progress=progress)
-        finally:
-            rows.close()
 
     def _train(self, x, *, gen: torch.Generator, init_seed: int, progress: bool) -> None:
         """The VAE and diffusion phases on the encoded rows ``x`` (a tensor, or rows on disk: read only as
