@@ -3,11 +3,12 @@
 The summary has one row per (dataset, model, epsilon, delta) with the number of recorded runs by status and, over
 the seeds that succeeded, mean ± std of the headline numbers: the ledger's epsilon, XGBoost's score trained on
 synthetic and tested on real rows (AUC for a categorical target, R2 for a numeric one), the mean 1-way and 2-way
-marginal TVD, fit seconds, peak memory and, when the spec ran attacks, the highest attack risk of the release
-(``risk_max``: the largest headline risk over the attacks, each in [0, 1]). ``--metric NAME`` adds any metric of
-the tidy evaluation table (mean over its subjects). The HTML page (dpsynth's report template) holds the table, the
-failures with their errors, and one figure per dataset: each headline metric against epsilon, a line per model,
-error bars over seeds, and, with attacks, utility (XGBoost AUC or R2) against risk, a point per (model, epsilon).
+marginal TVD, fit seconds, peak memory, the number of columns the release kept (``kept``) and, when the spec ran
+attacks, the highest attack risk of the release (``risk_max``: the largest headline risk over the attacks, each in
+[0, 1]). ``--metric NAME`` adds any metric of the tidy evaluation table (mean over its subjects). The HTML page
+(dpsynth's report template) holds the table, the failures with their errors, and one figure per dataset: each
+headline metric against epsilon, a line per model, error bars over seeds, and, with attacks, utility (XGBoost AUC
+or R2) against risk, a point per (model, epsilon).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def _per_run(runs: pd.DataFrame, metrics: pd.DataFrame, extra: Sequence[str]) ->
         if subject is not None:
             rows = rows[rows["subject"] == subject]
         ok[column] = ok["key"].map(rows.groupby("key")["value"].mean())
+    kept = metrics[metrics["metric"] == "columns.kept"]  # how many columns a fit without a schema released
+    ok["kept"] = ok["key"].map(kept.groupby("key")["value"].mean())
     risks = metrics[metrics["metric"].str.startswith("risk.") & metrics["metric"].str.endswith(".risk")]
     ok["risk_max"] = ok["key"].map(risks.groupby("key")["value"].max())
     return ok
@@ -67,7 +70,7 @@ def summary(runs: pd.DataFrame, metrics: pd.DataFrame, extra: Sequence[str] = ()
         counts = all_runs["status"].value_counts()
         row["runs"] = " ".join(f"{counts[s]} {s}" for s in sorted(counts.index))
         good = per[(per[keys] == pd.Series(group, index=keys)).all(axis=1)] if not per.empty else per
-        for column in [*_RUN_COLUMNS, *HEADLINE, "risk_max", *extra]:
+        for column in [*_RUN_COLUMNS, "kept", *HEADLINE, "risk_max", *extra]:
             source = _RUN_COLUMNS.get(column, column)
             row[column] = _fmt(good[source]) if source in good else "-"
         out.append(row)

@@ -68,6 +68,7 @@ def run(run) -> dict[str, Any]:
     train, test, schema, target = prepare_data(run)
     if run.peer_python is not None:
         return _run_peer(run, train, test, schema, target)
+    columns = list(train.columns)
     model = get_model_class(run.model)(**run.params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -77,13 +78,18 @@ def run(run) -> dict[str, Any]:
         start = time.perf_counter()
         synthetic = model.sample(seed=run.seed)  # the DP row count
         sample_s = time.perf_counter() - start
+        # a fit without a schema may exclude columns (identifiers, empty ones; with a warning): score the kept ones
+        kept = [c for c in train.columns if c in synthetic.columns]
+        if len(kept) < train.shape[1]:
+            train, test, schema = train[kept], None if test is None else test[kept], model.schema_
+            target = target if target in kept else None
         start = time.perf_counter()
         result = evaluate(train, synthetic, real_test=test, schema=schema or model.schema_, target=target,
                           metrics=list(run.metrics), seeds=run.eval_seeds, executor="sequential",
                           ml_models=list(run.ml_models) or None)
         eval_s = time.perf_counter() - start
         risk_rows, risk_s = _risk(run, train, test, synthetic)
-    metrics = _metric_rows(result) + risk_rows
+    metrics = _metric_rows(result) + risk_rows + [_kept_row(columns, kept)]
     spent = model.ledger_.epsilon()
     return {"status": "ok", "error": "", "ledger_epsilon": "inf" if math.isinf(spent) else spent, "fit_s": fit_s,
             "sample_s": sample_s, "eval_s": eval_s, "risk_s": risk_s, "n_synthetic": len(synthetic), "metrics": metrics}
@@ -111,9 +117,16 @@ def _run_peer(run, train, test, schema, target) -> dict[str, Any]:
         {"metric": "peer.accounting", "subject": run.model, "value": None, "spread": None, "n_seeds": None,
          "note": KNOWN_FLAWS.get(run.model, "as the peer reports it")}]
     claimed = "inf" if math.isinf(run.epsilon) else run.epsilon  # the peer's claim, not a dpsynth ledger
-    return {"status": "ok", "error": "", "ledger_epsilon": claimed, "fit_s": facts["fit_s"], "sample_s": None,
-            "eval_s": eval_s, "risk_s": risk_s, "n_synthetic": len(synthetic), "metrics": metrics,
-            "peer_peak_mb": facts["peak_mb"]}
+    return {"status": "ok", "error": "", "ledger_epsilon": claimed, "fit_s": facts["fit_s"],
+            "sample_s": facts.get("sample_s"), "eval_s": eval_s, "risk_s": risk_s, "n_synthetic": len(synthetic),
+            "metrics": metrics, "peer_peak_mb": facts["peak_mb"]}
+
+
+def _kept_row(columns: list[str], kept: list[str]) -> dict[str, Any]:
+    """Metric ``columns.kept``: how many of the table's columns the release has, the excluded ones in the note."""
+    excluded = [c for c in columns if c not in kept]
+    return {"metric": "columns.kept", "subject": "(all)", "value": float(len(kept)), "spread": None, "n_seeds": None,
+            "note": f"of {len(columns)}" + (f"; excluded: {', '.join(excluded)}" if excluded else "")}
 
 
 def _metric_rows(result) -> list[dict[str, Any]]:

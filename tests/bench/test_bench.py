@@ -43,7 +43,7 @@ SMALL = {"name": "t", "models": ["marginals"], "datasets": ["wine"], "epsilons":
     ({"ml_models": ["xgb", "svm"]}, "spec.ml_models must be a non-empty list drawn from dt, rf, lr, mlp, xgb"),
     ({"models": ["sn-aim"]}, "spec.models[0].name: sn-aim runs in smartnoise's own interpreter: add peers:"),
     ({"peers": {"smartnoise": "/no/such/python"}}, "spec.peers.smartnoise: '/no/such/python' is not an executable"),
-    ({"peers": {"synthcity": "/usr/bin/python3"}}, "spec.peers must map sdv / smartnoise to a Python interpreter"),
+    ({"peers": {"gretel": "/usr/bin/python3"}}, "spec.peers must map sdv / smartnoise / synthcity to a Python"),
     ({"schema": "maybe"}, "spec.schema must be 'public' or 'none'"),
     ({"metrics": ["speed"]}, "spec.metrics must be a list of"),
     ({"limits": {"time_s": 0}}, "spec.limits.time_s must be > 0"),
@@ -108,6 +108,26 @@ def test_grid_runs_records_and_resumes(tmp_path):
         assert len(store.runs()) == 4  # replaced, not duplicated
 
 
+def test_columns_a_fit_excludes_are_recorded_and_the_kept_ones_scored(tmp_path):
+    from dpsynth import datasets
+
+    csv = tmp_path / "adult-ids.csv"
+    table = datasets.load("adult").train.head(8000)
+    table.insert(0, "id", [f"row{i}" for i in range(len(table))])  # an identifier: DP discovery excludes it
+    table.to_csv(csv, index=False)
+    spec = parse_spec({**SMALL, "datasets": [{"name": "ids", "path": str(csv), "target": "income"}], "seeds": [0],
+                       "schema": "none", "metrics": ["similarity", "ml_efficacy"], "ml_models": ["lr"]})
+    assert run_bench(spec, tmp_path / "r.duckdb", progress=False, echo=lambda _: None)["ok"] == 1
+    with ResultStore(tmp_path / "r.duckdb", read_only=True) as store:
+        store_runs, store_metrics = store.runs(), store.metrics()
+    metrics = store_metrics.set_index("metric")
+    assert metrics.loc["columns.kept", "value"] == 15
+    assert metrics.loc["columns.kept", "note"] == "of 16; excluded: id"
+    assert summary(store_runs, store_metrics).iloc[0]["kept"] == "15"
+    scores = metrics.loc["ml_efficacy.auc.real"]
+    assert math.isfinite(float(scores["value"]))  # the target was kept: scored on the kept columns
+
+
 def test_one_driver_writes_and_a_report_reads_while_it_runs(tmp_path):
     results = tmp_path / "r.duckdb"
     run = parse_spec(SMALL).runs[0]
@@ -134,7 +154,8 @@ import json, sys
 import pandas as pd
 name, train, meta, out = sys.argv[3:7]
 pd.read_csv(train).sample(frac=1.0, random_state=0).to_csv(out, index=False)
-json.dump({{"fit_s": 0.5, "peak_mb": 10.0, "version": "fakepeer 0.1 " + name}}, open(out + ".json", "w"))
+json.dump({{"fit_s": 0.5, "sample_s": 0.25, "peak_mb": 10.0, "version": "fakepeer 0.1 " + name}},
+          open(out + ".json", "w"))
 """
 
 
@@ -142,19 +163,23 @@ def test_peer_models_run_in_their_own_interpreter_and_are_scored_here(tmp_path):
     python = tmp_path / "peer-python"
     python.write_text(_FAKE_PEER.format(python=sys.executable))
     python.chmod(0o755)
-    spec = parse_spec({"name": "p", "models": ["sn-aim", "sdv-ctgan"], "datasets": ["wine"], "epsilons": [1, "inf"],
-                       "metrics": ["similarity"], "peers": {"smartnoise": str(python), "sdv": str(python)}})
+    spec = parse_spec({"name": "p", "models": ["sn-aim", "sdv-ctgan", "sc-pategan"], "datasets": ["wine"],
+                       "epsilons": [1, "inf"], "metrics": ["similarity"],
+                       "peers": {"smartnoise": str(python), "sdv": str(python), "synthcity": str(python)}})
     results = tmp_path / "r.duckdb"
     counts = run_bench(spec, results, progress=False, echo=lambda _: None)
-    assert counts == {"skipped": 0, "ok": 2, "failed": 2}
+    assert counts == {"skipped": 0, "ok": 3, "failed": 3}
     with ResultStore(results, read_only=True) as store:
         runs, metrics = store.runs().set_index(["model", "epsilon"]), store.metrics()
     assert runs.loc[("sn-aim", 1.0), "status"] == "ok" and runs.loc[("sn-aim", 1.0), "ledger_epsilon"] == 1.0
+    assert runs.loc[("sn-aim", 1.0), "fit_s"] == 0.5 and runs.loc[("sn-aim", 1.0), "sample_s"] == 0.25
     assert "runs at epsilon inf (it is not differentially private)" in runs.loc[("sdv-ctgan", 1.0), "error"]
     assert "runs at a finite epsilon" in runs.loc[("sn-aim", math.inf), "error"]
     aim = metrics[metrics["key"] == runs.loc[("sn-aim", 1.0), "key"]].set_index("metric")
     assert aim.loc["peer.version", "note"] == "fakepeer 0.1 sn-aim"
     assert "known_total" in aim.loc["peer.accounting", "note"]
+    pategan = metrics[metrics["key"] == runs.loc[("sc-pategan", 1.0), "key"]].set_index("metric")
+    assert "data-dependent moments accountant" in pategan.loc["peer.accounting", "note"]
     # the released rows are the training rows: the evaluator sees a perfect copy
     assert aim.loc["similarity.association_diff", "value"] == pytest.approx(0.0, abs=1e-9)
 
