@@ -23,16 +23,16 @@ reads, recorded as the metric ``peer.accounting`` with the flaw in its note:
 - smartnoise's DPCTGAN and PATECTGAN sample conditions with training-by-sampling from the private rows' exact
   category frequencies outside the accountant (as CTGAN does), and their epsilon is the accountant's estimate
   after training (they train to a target and may stop below or overshoot it by a step);
-- synthcity (read in schneiderkamplab-synthcity 0.2.16, the maintained fork; the PyPI ``synthcity`` pins torch < 2.3):
-  every plugin's ``fit`` records a schema of the private rows (exact minima, maxima and categories) and, in its
-  default ``strict`` mode, ``generate`` drops the rows outside it, and calls the sampler again until ``count`` rows
-  pass (up to 500 times). Its AIM runs the whole mechanism inside each such call (each call spends epsilon again)
-  on a domain of each column's exact distinct private values; DPGAN stops early on a detection score of a held-out
-  fifth of the private rows (no noise) and accounts Opacus's shuffled fixed-size batches as Poisson samples;
-  PATE-GAN's moments accountant reads the teachers' exact vote counts (a data-dependent epsilon), skips the batches
-  whose noisy votes are mostly 1 and is checked only after a whole teacher / student round; PrivBayes label-encodes
-  numeric columns over their exact distinct private values (the release's value set). DPGAN's and PATE-GAN's
-  encoder (a Gaussian mixture per numeric column) is fitted on the private rows.
+- synthcity (read in schneiderkamplab-synthcity 0.2.16, the maintained fork; the PyPI ``synthcity`` pins torch <
+  2.3): every plugin's ``fit`` records a schema of the private rows (exact minima, maxima and categories) and, in
+  its default ``strict`` mode, ``generate`` drops the rows outside it and duplicate rows, and calls the sampler
+  again until ``count`` rows pass (up to 500 times). Its AIM runs the whole mechanism inside each such call (each
+  call spends epsilon again) on a domain of each column's exact distinct private values; DPGAN stops early on a
+  detection score of a held-out fifth of the private rows (no noise) and accounts Opacus's shuffled fixed-size
+  batches as Poisson samples; PATE-GAN's moments accountant reads the teachers' exact vote counts (a data-dependent
+  epsilon), skips the batches whose noisy votes are mostly 1 and is checked only after a whole teacher / student
+  round; PrivBayes label-encodes numeric columns over their exact distinct private values (the release's value set).
+  DPGAN's and PATE-GAN's encoder (a Gaussian mixture per numeric column) is fitted on the private rows.
 
 Peer GANs release no DP row count: they sample :data:`PEER_ROWS` rows (a public constant), as do synthcity's models
 (through their public ``generate``, as a user would call it); smartnoise's marginal models sample as many rows as
