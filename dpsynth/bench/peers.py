@@ -36,8 +36,9 @@ reads, recorded as the metric ``peer.accounting`` with the flaw in its note:
 
 Peer GANs release no DP row count: they sample :data:`PEER_ROWS` rows (a public constant), as do synthcity's models
 (through their public ``generate``, as a user would call it); smartnoise's marginal models sample as many rows as
-their model's total. Every peer samples i.i.d. (smartnoise's MST / AIM through mbi's
-``synthetic_data(method="sample")``, not its default rounding, which creates false links between columns).
+their model's total. Every peer but synthcity's AIM samples i.i.d. (smartnoise's MST / AIM through mbi's
+``synthetic_data(method="sample")``, not its default rounding, which creates false links between columns); synthcity's
+AIM calls its vendored mbi's ``synthetic_data()`` with that rounding inside ``generate``, with no switch to reach.
 """
 
 from __future__ import annotations
