@@ -215,8 +215,7 @@ def _local_results(pending: list[Run], limits, threads: int, workers: int, execu
             running = set(futures)
             while running:
                 # waits of half a second, never an open-ended one: the kernel may deliver Ctrl-C to a worker
-                # thread, and Python runs its handler in the main thread only once that thread wakes (seen in CI:
-                # a driver blocked in as_completed for good after SIGINT, its main thread never woken)
+                # thread, and Python runs its handler in the main thread only once that thread wakes
                 done, running = wait(running, timeout=_POLL_S, return_when=FIRST_COMPLETED)
                 for future in done:
                     yield futures[future], future.result()

@@ -256,9 +256,12 @@ def _start_driver(tmp_path, grid: str, *, wait_for_done: bool) -> tuple[subproce
     results = tmp_path / "r.duckdb"
     # faulthandler: a driver that hangs can be made to print every thread's stack (SIGABRT) for the failure report
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
+    # SIGINT back to its default in the driver, as a terminal's Ctrl-C finds it: a test run started in the background
+    # of a non-interactive shell (`bash .ci/run &`) ignores SIGINT, and an ignored signal is inherited through exec,
+    # so the driver would never see the test's Ctrl-C (the intermittent "did not exit within 30 s of SIGINT")
     driver = subprocess.Popen([sys.executable, "-m", "dpsynth.cli", "bench", str(spec), "--results", str(results),
                                "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                              start_new_session=True)
+                              start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     if wait_for_done:
         for line in driver.stdout:
             if line.startswith("done "):
