@@ -182,8 +182,10 @@ def run_bench(spec: BenchSpec, results: str | Path, *, workers: int = 1, executo
     with ResultStore(results) as store:
         pending, skipped = _pending(spec, store, retry_failed)
         counts = {"skipped": skipped}
+        left_out = (f"; {spec.non_private_left_out} cell(s) of non-private models at a finite epsilon left out"
+                    if spec.non_private_left_out else "")
         echo(f"{spec.name}: {len(spec.runs)} runs, {skipped} already recorded, {len(pending)} to run "
-             f"({workers} at a time, {threads} thread(s) each, executor {executor})")
+             f"({workers} at a time, {threads} thread(s) each, executor {executor}){left_out}")
         if not pending:
             return counts
         from tqdm.auto import tqdm

@@ -11,7 +11,7 @@ models:                           # a name, or {name, params, label}
 datasets:                         # a registry name, or {name, path, target}
   - adult
   - {name: my-table, path: data/my.csv, target: income}
-epsilons: [1, inf]                # inf: the model's non-private mode
+epsilons: [1, inf]                # inf: the model's non-private mode (non-private models run at inf only)
 deltas: [1.0e-5]
 seeds: [0, 1, 2]
 schema: public                    # public: the shipped (or inferred, taken as public) schema; none: DP discovery
@@ -103,6 +103,9 @@ class BenchSpec:
     name: str
     runs: list[Run]
     limits: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    #: cells left out of the grid: a non-private model (``supports_dp = False``, or a non-private peer) at a finite
+    #: epsilon, which it would refuse; the grid of every model at ``epsilons: [1, inf]`` runs the baselines once
+    non_private_left_out: int = 0
 
 
 def load_spec(path: str | Path) -> BenchSpec:
@@ -279,9 +282,21 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
     runs = [Run(model, label, params, dataset, path, target, epsilon, delta, int(seed), schema, dtypes, rows,
                 tuple(metrics), tuple(int(s) for s in eval_seeds), risk, __version__, ml_models,
                 peers.get(peer_library(model) or ""))
-            for (dataset, path, target) in datasets for (model, label, params) in models
-            for epsilon in epsilons for delta in deltas for seed in seeds]
-    return BenchSpec(str(data.get("name", "benchmark")), runs, limits)
+            # seeds outermost: a grid stopped part-way has a first seed of every cell rather than all seeds of few
+            for seed in seeds for epsilon in epsilons for delta in deltas for (dataset, path, target) in datasets
+            for (model, label, params) in models]
+    kept = [run for run in runs if math.isinf(run.epsilon) or _is_private(run.model)]
+    if not kept:
+        raise InputError("spec.epsilons: every model of the spec is non-private and every epsilon finite; add inf.")
+    return BenchSpec(str(data.get("name", "benchmark")), kept, limits, non_private_left_out=len(runs) - len(kept))
+
+
+def _is_private(model: str) -> bool:
+    """Whether ``model`` (a dpsynth model or a peer) can fit at a finite epsilon."""
+    from dpsynth.bench.peers import PEERS
+    from dpsynth.models import get_model_class
+
+    return PEERS[model][2] if model in PEERS else bool(get_model_class(model).supports_dp)
 
 
 def _ml_models(value: Any) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ runs the same grid in local mode."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import signal
@@ -72,6 +73,18 @@ def test_spec_file_grid_and_run_keys(tmp_path):
     (tmp_path / "bad.yaml").write_text("models: [marginals\n")
     with pytest.raises(InputError, match="not valid YAML"):
         load_spec(tmp_path / "bad.yaml")
+
+
+def test_grid_runs_seeds_outermost_and_non_private_models_at_inf_only():
+    spec = parse_spec({**SMALL, "models": ["marginals", "ctgan", "sdv-ctgan"], "epsilons": [1, "inf"],
+                       "seeds": [0, 1], "peers": {"sdv": sys.executable}})
+    cells = [(r.seed, r.epsilon, r.model) for r in spec.runs]
+    # ctgan and the SDV peer refuse a finite epsilon: left out there, run at inf; the private floor runs at both
+    assert cells == [(s, e, m) for s in (0, 1) for e in (1, math.inf) for m in ("marginals", "ctgan", "sdv-ctgan")
+                     if math.isinf(e) or m == "marginals"]
+    assert spec.non_private_left_out == 4
+    with pytest.raises(InputError, match="every model of the spec is non-private and every epsilon finite"):
+        parse_spec({**SMALL, "models": ["ctgan"]})
 
 
 def test_threads_are_shared_out_among_workers():
@@ -165,15 +178,20 @@ def test_peer_models_run_in_their_own_interpreter_and_are_scored_here(tmp_path):
     spec = parse_spec({"name": "p", "models": ["sn-aim", "sdv-ctgan", "sc-pategan"], "datasets": ["wine"],
                        "epsilons": [1, "inf"], "metrics": ["similarity"],
                        "peers": {"smartnoise": str(python), "sdv": str(python), "synthcity": str(python)}})
+    assert spec.non_private_left_out == 1  # SDV's CTGAN at epsilon 1: not in the grid
     results = tmp_path / "r.duckdb"
     counts = run_bench(spec, results, progress=False, echo=lambda _: None)
-    assert counts == {"skipped": 0, "ok": 3, "failed": 3}
+    assert counts == {"skipped": 0, "ok": 3, "failed": 2}
     with ResultStore(results, read_only=True) as store:
         runs, metrics = store.runs().set_index(["model", "epsilon"]), store.metrics()
     assert runs.loc[("sn-aim", 1.0), "status"] == "ok" and runs.loc[("sn-aim", 1.0), "ledger_epsilon"] == 1.0
     assert runs.loc[("sn-aim", 1.0), "fit_s"] == 0.5 and runs.loc[("sn-aim", 1.0), "sample_s"] == 0.25
-    assert "runs at epsilon inf (it is not differentially private)" in runs.loc[("sdv-ctgan", 1.0), "error"]
+    assert ("sdv-ctgan", 1.0) not in runs.index and runs.loc[("sdv-ctgan", math.inf), "status"] == "ok"
     assert "runs at a finite epsilon" in runs.loc[("sn-aim", math.inf), "error"]
+    # a run built by hand past the grid's pruning is still refused by the peer adapter
+    by_hand = dataclasses.replace(spec.runs[0], model="sdv-ctgan", label="sdv-ctgan", peer_python=str(python))
+    refused = execute(by_hand.to_dict(), {"time_s": 120.0, "memory_gb": 4.0}, 1)
+    assert refused["status"] == "failed" and "epsilon inf (it is not differentially private)" in refused["error"]
     aim = metrics[metrics["key"] == runs.loc[("sn-aim", 1.0), "key"]].set_index("metric")
     assert aim.loc["peer.version", "note"] == "fakepeer 0.1 sn-aim"
     assert "known_total" in aim.loc["peer.accounting", "note"]
