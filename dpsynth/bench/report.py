@@ -5,7 +5,8 @@ the seeds that succeeded, mean ± std of the headline numbers: the ledger's epsi
 synthetic and tested on real rows (AUC for a categorical target, R2 for a numeric one), the mean 1-way and 2-way
 marginal TVD, fit seconds, peak memory, the number of columns the release kept (``kept``) and, when the spec ran
 attacks, the highest attack risk of the release (``risk_max``: the largest headline risk over the attacks, each in
-[0, 1]). ``--metric NAME`` adds any metric of the tidy evaluation table (mean over its subjects). The HTML page
+[0, 1]). ``--metric NAME`` adds any metric of the tidy evaluation table (mean over its subjects; ``NAME:SUBJECT``
+one subject), and ``--markdown`` prints the table as Markdown (how the README's tables are made). The HTML page
 (dpsynth's report template) holds the table, the failures with their errors, and one figure per dataset: each
 headline metric against epsilon, a line per model, error bars over seeds, and, with attacks, utility (XGBoost AUC
 or R2) against risk, a point per (model, epsilon).
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["HEADLINE", "summary", "write_html"]
+__all__ = ["HEADLINE", "markdown", "metric_and_subject", "summary", "write_html"]
 
 #: column -> (metric, subject or None for the mean over subjects)
 HEADLINE = {
@@ -34,7 +35,7 @@ _RUN_COLUMNS = {"eps_spent": "ledger_epsilon", "fit_s": "fit_s", "peak_mb": "pea
 def _per_run(runs: pd.DataFrame, metrics: pd.DataFrame, extra: Sequence[str]) -> pd.DataFrame:
     """One row per successful run with the headline numbers as columns."""
     ok = runs[runs["status"] == "ok"].copy()
-    wanted = {**HEADLINE, **{name: (name, None) for name in extra}}
+    wanted = {**HEADLINE, **{name: metric_and_subject(name) for name in extra}}
     for column, (metric, subject) in wanted.items():
         rows = metrics[metrics["metric"] == metric]
         if subject is not None:
@@ -45,6 +46,22 @@ def _per_run(runs: pd.DataFrame, metrics: pd.DataFrame, extra: Sequence[str]) ->
     risks = metrics[metrics["metric"].str.startswith("risk.") & metrics["metric"].str.endswith(".risk")]
     ok["risk_max"] = ok["key"].map(risks.groupby("key")["value"].max())
     return ok
+
+
+def metric_and_subject(name: str) -> tuple[str, str | None]:
+    """``--metric`` as given: ``METRIC`` (the mean over its subjects) or ``METRIC:SUBJECT`` (one subject, e.g.
+    ``ml_efficacy.auc.synthetic:lr``, logistic regression's AUC)."""
+    metric, _, subject = name.partition(":")
+    return metric, (subject or None)
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """``table`` as a Markdown (GitHub) table, cells as printed, ``|`` escaped: for a README."""
+    def row(cells) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([row(table.columns), row(["---"] * len(table.columns)), *(row(r) for r in table.itertuples(
+        index=False))])
 
 
 def _fmt(values: pd.Series) -> str:

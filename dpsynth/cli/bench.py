@@ -4,8 +4,8 @@
 [--threads T] [--retry-failed] [--quiet]`` runs every run of the spec that the results file does not hold yet (see
 :mod:`dpsynth.bench`). ``dpsynth bench --paper NAME --results R.duckdb [--datasets ...] [--seeds ...] [--models
 ...]`` runs a seed paper's grid the same way and prints ours beside its numbers (:mod:`dpsynth.bench.papers`).
-``dpsynth bench report results.duckdb [--html report.html] [--metric NAME ...]`` prints the summary table (mean ±
-std over seeds) and the runs that did not finish, and writes the HTML page with plots.
+``dpsynth bench report results.duckdb [--html report.html] [--metric NAME[:SUBJECT] ...] [--markdown]`` prints the
+summary table (mean ± std over seeds) and the runs that did not finish, and writes the HTML page with plots.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--retry-failed", action="store_true", help="run again the runs recorded as failed / timeout")
     p.add_argument("--html", help="with 'report': write the HTML page here")
     p.add_argument("--metric", action="append", default=[], help="with 'report': add a metric of the evaluation "
-                   "table (mean over its subjects) to the summary")
+                   "table to the summary: NAME (mean over its subjects) or NAME:SUBJECT (e.g. "
+                   "ml_efficacy.auc.synthetic:lr)")
+    p.add_argument("--markdown", action="store_true", help="with 'report': print the summary as a Markdown table")
     p.add_argument("--paper", help="run a seed paper's grid and print ours beside its numbers: dp-tldm, "
                    "dp-auto-gan, unified, dtgan or dp-sactgan")
     p.add_argument("--datasets", help="with --paper: a subset of its datasets (comma-separated)")
@@ -96,7 +98,7 @@ def _paper(args) -> int:
 def _report(args) -> int:
     import pandas as pd
 
-    from dpsynth.bench.report import failures, summary, write_html
+    from dpsynth.bench.report import failures, markdown, summary, write_html
     from dpsynth.bench.store import ResultStore
 
     if not args.results_file:
@@ -105,7 +107,10 @@ def _report(args) -> int:
         runs, metrics = store.runs(), store.metrics()
     table = summary(runs, metrics, args.metric)
     with pd.option_context("display.width", 200, "display.max_columns", 50):
-        print(table.to_string(index=False) if not table.empty else "no run recorded")
+        if table.empty:
+            print("no run recorded")
+        else:
+            print(markdown(table) if args.markdown else table.to_string(index=False))
         bad = failures(runs)
         if not bad.empty:
             print("\nruns that did not finish:")

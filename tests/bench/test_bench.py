@@ -363,11 +363,21 @@ def test_cli_bench_and_report(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "marginals" in printed and "bhattacharyya" in printed and " inf " in printed and "risk_max" in printed
     with ResultStore(results, read_only=True) as store:
-        metrics = store.metrics()
+        runs, metrics = store.runs(), store.metrics()
     risk = metrics[metrics["metric"] == "risk.closest_distance_hamming.risk"]
     assert len(risk) == 2 and risk["value"].between(0, 1).all() and risk["note"].str.startswith("ci [").all()
     page = html.read_text()
     assert "Summary (mean" in page and "data:image/png;base64" in page
+    # one subject of a metric, and the table as Markdown for a README
+    assert main(["bench", "report", str(results), "--markdown", "--metric", "marginal.tvd1:alcohol"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header[:2] == ["dataset", "label"] and "marginal.tvd1:alcohol" in header and set(lines[1]) <= set("|- ")
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert cells[header.index("epsilon")] == "1"
+    alcohol = metrics[(metrics["metric"] == "marginal.tvd1") & (metrics["subject"] == "alcohol")
+                      & (metrics["key"] == runs.loc[runs["epsilon"] == 1, "key"].iloc[0])]["value"]
+    assert float(cells[header.index("marginal.tvd1:alcohol")]) == pytest.approx(alcohol.iloc[0], rel=1e-3)
     assert main(["bench", str(spec)]) == 2
     assert "needs --results" in capsys.readouterr().err
     assert main(["bench", "report", str(tmp_path / "none.duckdb")]) == 2
