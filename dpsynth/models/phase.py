@@ -31,12 +31,16 @@ Plan (data-independent: neither the exact row count nor any row is read):
   signal-to-noise; a 6-column table encoded in 20 numbers gets 32-unit layers instead of 128. Measured on seven
   tables of 142-5,093 rows (``benchmarks/generality.py``, DP-TLDM, widths 32 and 128): AUC/R2 and 2-way TVD
   moved within one-seed noise either way, fits were up to 1.5x faster. An explicit width is used as given.
-- **Sampling**: Poisson with ``q = min(1, B / n_dp)``; ``steps = ceil(epochs / q)``, at most ``max_steps`` when the
-  model states a cap (``None``: no cap). Why a cap: at a fixed batch the steps, and so the work, grow with the rows
-  (``epochs x n_dp`` per-example gradients); a large table needs fewer passes, not more steps — its smaller ``q``
-  already buys each step less noise. Measured on Census KDD (199,523 rows): ``dtgan-d`` and ``dp-ctgan`` at 24
-  passes (about 9,400 critic steps) did not finish in 50 minutes; the conditional GAN family caps its critic at
-  2,000 steps and its classifier at 600, above what Adult's 32,561 rows need (1,527 and 509), so Adult is unchanged.
+- **Sampling**: Poisson with ``q = min(1, B / n_dp)``; ``steps = ceil(epochs / q)`` up to :data:`WORK_ROWS` =
+  250,000 DP rows and ``ceil(epochs * WORK_ROWS / B)`` above (an *epoch* is a pass over the table, or 250,000 rows'
+  worth of batches on a larger one), and at most ``max_steps`` when the model states a cap (``None``:
+  no cap). Why: at a fixed batch the steps, and so the work, grow with the rows (``epochs x n_dp`` per-example
+  gradients); a large table needs fewer passes, not more steps — its smaller ``q`` already buys each step less
+  noise. Measured on Census KDD (199,523 rows): ``dtgan-d`` and ``dp-ctgan`` at 24 passes (about 9,400 critic
+  steps) did not finish in 50 minutes; the conditional GAN family caps its critic at 2,000 steps and its classifier
+  at 600, above what Adult's 32,561 rows need (1,527 and 509), so Adult is unchanged. The row cap does the same for
+  every DP-SGD model and leaves every table up to Census KDD's size as it was; beyond it a fit's training time stops
+  growing with the rows (raise ``epochs`` for more passes on a large table).
 - **Noise**: sigma from :func:`dpsynth.privacy.calibration.calibrate_noise` with the ledger, so that the composed
   epsilon after the phase is at most ``target_epsilon`` (the one calibration routine; everything the ledger holds
   is composed exactly as the ledger composes it). In the non-private mode (ledger target inf) sigma is 0 and the
@@ -61,12 +65,14 @@ from dpsynth.errors import InputError
 from dpsynth.privacy.ledger import PrivacyLedger
 
 __all__ = ["DPPhase", "PhasePlan", "budget_summary", "choose_batch_size", "choose_width", "json_number",
-           "SMALLEST_BATCH", "SMALLEST_WIDTH"]
+           "SMALLEST_BATCH", "SMALLEST_WIDTH", "WORK_ROWS"]
 
 #: the smallest expected batch the sizing rule picks (below it per-step noise swamps any gradient)
 SMALLEST_BATCH = 16
 #: the narrowest layer the width rule picks
 SMALLEST_WIDTH = 32
+#: the DP row count above which an epoch is this many rows' worth of batches (the work of a phase stops growing)
+WORK_ROWS = 250_000
 
 
 def choose_batch_size(n_dp: float, *, epochs: float, largest: int, min_steps: int,
@@ -117,7 +123,8 @@ class DPPhase:
         batch = (choose_batch_size(self.n_dp, epochs=epochs, largest=largest_batch, min_steps=min_steps)
                  if batch_size is None else int(batch_size))
         q = min(1.0, batch / self.n_dp)
-        steps = max(1, math.ceil(epochs / q))
+        # epochs over at most WORK_ROWS rows (module docstring): on a larger table a pass is WORK_ROWS / B steps
+        steps = max(1, math.ceil(epochs / q) if self.n_dp <= WORK_ROWS else math.ceil(epochs * WORK_ROWS / batch))
         if max_steps is not None:
             if max_steps < 1:
                 raise InputError(f"max_steps of phase {name!r} must be >= 1 or None. Found {max_steps}.")

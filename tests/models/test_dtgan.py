@@ -123,6 +123,24 @@ def test_ledger_within_target_and_phases_composed(fitted):
     assert fitted.budget_["phases"]["gan"]["generator_steps"] == by_phase["gan"].count // FAST["critic_iters"]
 
 
+def test_epochs_count_at_most_work_rows_so_the_steps_stop_growing_with_the_rows():
+    """dpsynth.models.phase.WORK_ROWS: up to 250,000 DP rows an epoch is a pass (Census KDD's plan unchanged);
+    above, WORK_ROWS / B steps, so 1M and 10M rows plan the same steps, each at a smaller rate and less noise."""
+    from dpsynth.models.phase import WORK_ROWS, DPPhase
+    from dpsynth.privacy.ledger import PrivacyLedger
+
+    def plan(n_dp: float):
+        ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-6)
+        return DPPhase("vae", ledger=ledger, n_dp=n_dp, epochs=3.0, batch_size=None, largest_batch=4096,
+                       min_steps=100, target_epsilon=1.0, max_grad_norm=1.0, accountant="rdp", rtol=0.01).plan
+
+    census, at_cap, million, ten_million = (plan(n) for n in (199_523.0, WORK_ROWS, 1e6, 1e7))
+    assert census.steps == math.ceil(3.0 / (4096 / 199_523)) == 147  # a pass per epoch, as before the cap
+    assert at_cap.steps == math.ceil(3.0 * WORK_ROWS / 4096) == million.steps == ten_million.steps == 184
+    assert million.sample_rate == pytest.approx(4096 / 1e6) and ten_million.sample_rate == pytest.approx(4096 / 1e7)
+    assert ten_million.noise_multiplier < million.noise_multiplier < at_cap.noise_multiplier
+
+
 def test_the_step_caps_bound_both_phases_and_the_noise_follows_the_capped_plan(small, adult_schema):
     from dpsynth.models.phase import DPPhase
     from dpsynth.privacy.ledger import PrivacyLedger
