@@ -16,7 +16,12 @@ nothing is evaluated.
     python benchmarks/cost_curve.py --models dtgan-d --source frame --param gan_max_steps=200
 
 Prints one row per (model, rows): status, fit seconds, peak MB, rows per second. ``--out`` writes the rows as CSV,
-``--plot`` a PNG with both curves on log-log axes.
+``--plot`` a PNG with both curves on log-log axes. ``--record CSV`` appends the rows, dated, to a CSV kept across
+runs (``benchmarks/results/cost_curve.csv`` is the README's), and ``--plot-from CSV --plot PNG`` draws such a file
+without fitting anything (a line per model and source; the latest measurement of each point):
+
+    python benchmarks/cost_curve.py --models dp-tldm --record benchmarks/results/cost_curve.csv
+    python benchmarks/cost_curve.py --plot-from benchmarks/results/cost_curve.csv --plot docs/cost_curve.png
 """
 
 from __future__ import annotations
@@ -103,13 +108,13 @@ def plot(rows: list[dict], path: str) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for model in dict.fromkeys(r["model"] for r in rows):
-        ok = [r for r in rows if r["model"] == model and r["status"] == "ok"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
+    for line in dict.fromkeys(_line(r) for r in rows):
+        ok = sorted((r for r in rows if _line(r) == line and r["status"] == "ok"), key=lambda r: int(r["rows"]))
         if not ok:
             continue
         for ax, key in zip(axes, ("fit_s", "peak_mb")):
-            ax.plot([r["rows"] for r in ok], [r[key] for r in ok], marker="o", label=model)
+            ax.plot([int(r["rows"]) for r in ok], [float(r[key]) for r in ok], marker="o", label=line)
     for ax, label in zip(axes, ("fit time (s)", "peak memory of the fit's process (MB)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -119,10 +124,40 @@ def plot(rows: list[dict], path: str) -> None:
         ax.set_xlabel("rows (Adult resampled)")
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=7, ncol=2)
     fig.suptitle("dpsynth cost curves, epsilon 1, 2 CPU cores")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def _line(row: dict) -> str:
+    """A plot line: the model and where its rows came from."""
+    source = {"file (duckdb)": "Parquet path", "frame": "pandas frame"}.get(str(row.get("source", "")), "")
+    return f"{row['model']} ({source})" if source else str(row["model"])
+
+
+def record(rows: list[dict], path: str) -> None:
+    """Append ``rows``, dated, to the CSV at ``path`` (created with a header if missing; written to a temporary file
+    and renamed, so an interrupted write leaves the old file)."""
+    import datetime
+
+    import pandas as pd
+
+    new = pd.DataFrame(rows).assign(date=datetime.date.today().isoformat())
+    old = pd.read_csv(path) if Path(path).is_file() else pd.DataFrame()
+    out = pd.concat([old, new], ignore_index=True)
+    tmp = Path(path).with_suffix(".csv.tmp")
+    out.to_csv(tmp, index=False)
+    tmp.replace(path)
+
+
+def latest(path: str) -> list[dict]:
+    """The rows of a recorded CSV, the latest measurement of each (model, source, rows)."""
+    import pandas as pd
+
+    frame = pd.read_csv(path)
+    frame = frame.drop_duplicates(["model", "source", "rows"], keep="last").sort_values(["model", "source", "rows"])
+    return frame.to_dict("records")
 
 
 def main() -> None:
@@ -137,7 +172,14 @@ def main() -> None:
                         help="file: the Parquet path to the models that read tables (default); frame: pandas for all")
     parser.add_argument("--param", action="append", default=[], metavar="K=V",
                         help="a hyper-parameter for every model (numbers, true/false, comma lists: 64,64)")
+    parser.add_argument("--record", metavar="CSV", help="append the rows, dated, to this CSV (kept across runs)")
+    parser.add_argument("--plot-from", metavar="CSV", help="draw --plot from a recorded CSV; fit nothing")
     args = parser.parse_args()
+    if args.plot_from:
+        if not args.plot:
+            parser.error("--plot-from needs --plot PNG")
+        plot(latest(args.plot_from), args.plot)
+        return
     from adult_quality import parse_params  # this folder is on sys.path when run as a script
 
     params = parse_params(args.param)
@@ -149,8 +191,10 @@ def main() -> None:
         for model in args.models.split(","):
             for n in sizes:
                 r = {"model": model, "rows": n, **fit_once(model, files[n], args.limit, args.threads, args.source,
-                                                           params)}
+                                                           params), "params": json.dumps(params, sort_keys=True)}
                 rows.append(r)
+                if args.record:
+                    record([r], args.record)
                 if r["status"] == "ok":
                     print(f"{model:12s} {n:9d} {'ok':8s} {r['source']:13s} {r['fit_s']:8.1f} {r['peak_mb']:8.0f} "
                           f"{n / r['fit_s']:9.0f}", flush=True)
