@@ -68,7 +68,8 @@ class DPTLDM(Synthesizer):
             the encoded width (:func:`dpsynth.models.phase.choose_width`, at most 128: 128 on Adult).
         denoiser_hidden, denoiser_layers: size of the noise-prediction MLP.
         vae_batch_size, vae_epochs, diffusion_batch_size, diffusion_epochs: expected Poisson batch sizes and
-            epochs of the DP phases (q = B / n_dp, steps = ceil(epochs / q)). A batch size of ``None`` (default)
+            epochs of the DP phases (q = B / n_dp, steps = ceil(epochs / q); above 250,000 DP rows an epoch is
+            250,000 rows' worth of steps: :data:`dpsynth.models.phase.WORK_ROWS`). A batch size of ``None`` (default)
             follows the table: the largest batch up to 8192 rows with which the phase still takes at least 64
             steps (:func:`dpsynth.models.phase.choose_batch_size`; 8192 on Adult, 142 on a 455-row table).
         vae_share: fraction of the budget left after metadata that the VAE phase may bring the ledger to.
