@@ -108,13 +108,16 @@ def plot(rows: list[dict], path: str) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
-    for line in dict.fromkeys(_line(r) for r in rows):
+    fig, axes = plt.subplots(1, 2, figsize=(12, 6.2))
+    lines = list(dict.fromkeys(_line(r) for r in rows))
+    colours, styles = plt.get_cmap("tab20").colors, ("-", "--", ":")
+    for i, line in enumerate(lines):
         ok = sorted((r for r in rows if _line(r) == line and r["status"] == "ok"), key=lambda r: int(r["rows"]))
         if not ok:
             continue
         for ax, key in zip(axes, ("fit_s", "peak_mb")):
-            ax.plot([int(r["rows"]) for r in ok], [float(r[key]) for r in ok], marker="o", label=line)
+            ax.plot([int(r["rows"]) for r in ok], [float(r[key]) for r in ok], marker="o", markersize=4,
+                    color=colours[i % len(colours)], linestyle=styles[(i // len(colours)) % len(styles)], label=line)
     for ax, label in zip(axes, ("fit time (s)", "peak memory of the fit's process (MB)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -124,15 +127,16 @@ def plot(rows: list[dict], path: str) -> None:
         ax.set_xlabel("rows (Adult resampled)")
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=7, ncol=2)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
     fig.suptitle("dpsynth cost curves, epsilon 1, 2 CPU cores")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
     fig.savefig(path, dpi=110)
 
 
 def _line(row: dict) -> str:
     """A plot line: the model and where its rows came from."""
-    source = {"file (duckdb)": "Parquet path", "frame": "pandas frame"}.get(str(row.get("source", "")), "")
+    source = {"file (duckdb)": "file", "frame": "pandas frame"}.get(str(row.get("source", "")), "")
     return f"{row['model']} ({source})" if source else str(row["model"])
 
 
