@@ -116,7 +116,6 @@ class CTABGANPlus(ConditionalGANModel):
     name = "ctab-gan-plus"
     supports_dp = False
     phases = ("metadata", "gan")
-    decode = "logits"
     fast_params: dict[str, Any] = {"epochs": 2, "batch_size": 50, "noise_dim": 16, "channels": 8,
                                    "classifier_hidden": (16,), "max_modes": 3}
 

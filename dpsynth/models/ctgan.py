@@ -98,7 +98,6 @@ class CTGAN(ConditionalGANModel):
     name = "ctgan"
     supports_dp = False
     phases = ("metadata", "gan")
-    decode = "logits"
     fast_params: dict[str, Any] = {"epochs": 2, "batch_size": 40, "noise_dim": 16, "generator_hidden": (32,),
                                    "critic_hidden": (32,), "max_modes": 3}
 

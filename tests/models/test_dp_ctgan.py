@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import sklearn.base
 import torch
@@ -16,6 +17,7 @@ from dpsynth.models import get_model_class, model_phases
 from dpsynth.models._conditional_gan import Conditions, discriminator_units
 from dpsynth.models.dp_ctgan import DPCTGAN
 from dpsynth.models.dtgan import DTGANDiscriminator
+from dpsynth.models.marginal_map import CategoryWeights
 from dpsynth.models.networks.ctgan import ConditionalGenerator
 
 FAST = dict(DPCTGAN.fast_params)
@@ -71,3 +73,28 @@ def test_all_the_budget_goes_to_the_critic(small, adult_schema):
 def test_non_private_mode(small, adult_schema):
     model = DPCTGAN(**FAST).fit(small, epsilon=math.inf, delta=1e-5, schema=adult_schema, seed=0)
     assert math.isinf(model.epsilon_) and len(model.sample(20, seed=1)) == 20
+
+
+def test_without_the_marginal_map_categories_are_drawn_from_the_softmax(small, adult_schema):
+    """CTGAN's sampling (Gumbel-softmax, then argmax) draws a category from the softmax of its logits; taking the
+    most likely one instead gives every row the majority category wherever the generator is unsure. With the
+    marginal map the reweighted logits are decoded by argmax, which is what its weights are fitted for."""
+    model = DPCTGAN(**FAST).fit(small, epsilon=math.inf, delta=1e-5, schema=adult_schema, seed=0)
+    assert model.category_weights_ is None  # match_marginals is off by default, as published
+    sex = next(s for s in model.transformer_.output_info if s.column == "sex" and s.role == "category")
+    first = model.transformer_.inverse_transform(np.eye(model.transformer_.output_dim, dtype=np.float32)[
+        [sex.start]], softmax="argmax")["sex"].iloc[0]  # the category of the span's first slot
+    logits = np.zeros(sex.width, dtype=np.float32)
+    logits[:2] = np.log([0.7, 0.3])
+    logits[2:] = -30.0  # a missing slot, if any, never drawn
+
+    def generate(n, gen):
+        rows = np.zeros((n, model.transformer_.output_dim), dtype=np.float32)
+        rows[:, sex.start:sex.end] = logits
+        return rows
+
+    model._generate = generate
+    drawn = (model.sample(4000, seed=3)["sex"] == first).mean()
+    assert abs(drawn - 0.7) < 0.03  # binomial sd 0.007: a draw, not the argmax's 1.0
+    model.category_weights_ = CategoryWeights({0: (sex.start, sex.end)}, {0: np.zeros(sex.width)}, "logits")
+    assert (model.sample(500, seed=3)["sex"] == first).all()  # the map's decoding: argmax of the reweighted logits
