@@ -9,7 +9,8 @@ Definitions (seed 002 §4.2.1, seed 000 §5.1):
 * Models, scikit-learn defaults as in seed 002 (decision tree ``dt``, random forest ``rf``, logistic
   regression ``lr`` with ``max_iter=1000`` so it converges, multi-layer perceptron ``mlp`` with
   ``early_stopping=True``: it stops when 10% of its training rows, held out, stop improving; the default 200
-  epochs dominated the run time) plus XGBoost ``xgb`` (DESIGN §6, 100 trees, hist, and 80% of the rows and
+  epochs dominated the run time; on a training table that cannot spare that split, a few rows or a class seen
+  once, it trains without, noted) plus XGBoost ``xgb`` (DESIGN §6, 100 trees, hist, and 80% of the rows and
   columns per tree, so that its seed matters and the spread over seeds measures something). For a numeric
   target: the regressor of each family, with Ridge in place of logistic regression (seed 000 King / Ridge);
   the MLP and Ridge learn the target standardised with the mean / std of their own training target and
@@ -36,6 +37,7 @@ the 20% (which the generator may have seen: the note says so).
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -137,17 +139,41 @@ def _fit_scores(name, task, seed, n_jobs, X, y, X_test, y_test, classes_all, pos
         reason = f"no {which} rows with a target value (all missing): nothing to fit or score"
         return {s: (np.nan, reason) for s in (REGRESSION_SCORES if task == "regression" else CLASSIFICATION_SCORES)}
     if task == "regression":
-        model = make_model(name, task, seed, n_jobs).fit(X, y)
-        return regression_scores(y_test, model.predict(X_test))
+        model, note = _model_for(name, task, seed, n_jobs, y)
+        return _noted(regression_scores(y_test, model.fit(X, y).predict(X_test)), note)
     present = np.unique(y)
     if len(present) < 2:
         return _constant_scores(present[0], y_test, classes_all, positive)
     codes = np.searchsorted(present, y)
-    model = make_model(name, task, seed, n_jobs).fit(X, codes)
-    proba_known = model.predict_proba(X_test)
+    model, note = _model_for(name, task, seed, n_jobs, codes)
+    proba_known = model.fit(X, codes).predict_proba(X_test)
     proba = np.zeros((len(X_test), len(classes_all)))
     proba[:, np.searchsorted(classes_all, present)] = proba_known
-    return classification_scores(y_test, proba, classes_all, positive)
+    return _noted(classification_scores(y_test, proba, classes_all, positive), note)
+
+
+def _model_for(name, task, seed, n_jobs, y) -> tuple[object, str]:
+    """``make_model``, with the MLP's early stopping off when ``y`` is too small to hold out its 10% (a DP row
+    count can make a synthetic table of a few rows): then the note says so."""
+    model = make_model(name, task, seed, n_jobs)
+    if name != "mlp" or _can_hold_out(y, task):
+        return model, ""
+    model.set_params(**{"regressor__early_stopping" if task == "regression" else "early_stopping": False})
+    return model, f"MLP without early stopping: {len(y)} training rows cannot spare a 10% validation split"
+
+
+def _can_hold_out(y: np.ndarray, task: str) -> bool:
+    """Whether scikit-learn's early stopping can split off ``ceil(0.1 n)`` validation rows (stratified for a
+    classifier: every class twice or more, each side at least one row of every class)."""
+    n_val = math.ceil(0.1 * len(y))
+    if task == "regression":
+        return n_val >= 2 and len(y) - n_val >= 2
+    counts = np.unique(y, return_counts=True)[1]
+    return n_val >= 2 and counts.min() >= 2 and min(n_val, len(y) - n_val) >= len(counts)
+
+
+def _noted(scores: dict[str, tuple[float, str]], note: str) -> dict[str, tuple[float, str]]:
+    return {k: (v, "; ".join(filter(None, [why, note]))) for k, (v, why) in scores.items()} if note else scores
 
 
 def _constant_scores(label, y_test, classes_all, positive) -> dict[str, tuple[float, str]]:

@@ -394,6 +394,14 @@ def test_the_shipped_specs_are_valid():
         assert load_spec(path).runs, path.name
 
 
+def test_the_every_model_spec_lists_every_registered_model():
+    """The README's one table of every model comes from every_model.yaml: a new model must join it."""
+    from dpsynth.models import available_models
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "specs" / "every_model.yaml"
+    assert {run.model for run in load_spec(path).runs} == set(available_models())
+
+
 def test_private_dtypes_need_schema_none():
     with pytest.raises(InputError, match="spec.dtypes: private applies without a schema"):
         parse_spec({**SMALL, "dtypes": "private"})

@@ -210,6 +210,28 @@ def test_one_class_synthetic_target_gives_the_constant_predictors_accuracy(real,
                 assert math.isnan(r.value) and "one class" in r.note and "no ranking" in r.note
 
 
+@pytest.mark.parametrize("labels", [["no"] * 7 + ["yes"], ["no", "yes"] * 4 + ["no"]])
+def test_a_few_synthetic_rows_train_the_mlp_without_early_stopping(real, real_test, labels):
+    """A DP row count can give a synthetic table of a few rows: one class seen once (no stratified split), or too
+    few rows for a validation split of two. scikit-learn's early stopping raises there; the MLP trains without."""
+    synth = real.iloc[: len(labels)].assign(label=labels)
+    res = evaluate(real, synth, real_test=real_test, target="label", metrics=["ml_efficacy"], seeds=(0,), n_jobs=1,
+                   ml_models=["mlp", "xgb"])
+    t = res.table.set_index(["metric", "subject"])
+    mlp = t.loc[("ml_efficacy.auc.synthetic", "mlp")]
+    assert np.isfinite(mlp.value) and "without early stopping" in mlp.note
+    assert "early stopping" not in t.loc[("ml_efficacy.auc.real", "mlp")].note  # the real table holds it out
+    assert "early stopping" not in t.loc[("ml_efficacy.auc.synthetic", "xgb")].note
+
+
+def test_a_few_synthetic_rows_of_a_numeric_target_train_the_mlp_without_early_stopping(real, real_test):
+    synth = real.iloc[:9]
+    res = evaluate(real, synth, real_test=real_test, target="age", metrics=["ml_efficacy"], seeds=(0,), n_jobs=1,
+                   ml_models=["mlp"])
+    r2 = res.table[(res.table.metric == "ml_efficacy.r2.synthetic") & (res.table.subject == "mlp")].iloc[0]
+    assert np.isfinite(r2.value) and "without early stopping" in r2.note
+
+
 def test_shuffled_capped_copy_with_other_dtypes_is_perfect(real):
     """Any row order, a cap below the table size, and int columns read back as float: still exactly 100."""
     from dpsynth.evaluation import discriminability
