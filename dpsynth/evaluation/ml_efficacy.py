@@ -163,8 +163,9 @@ def _model_for(name, task, seed, n_jobs, y) -> tuple[object, str]:
 
 
 def _can_hold_out(y: np.ndarray, task: str) -> bool:
-    """Whether scikit-learn's early stopping can split off ``ceil(0.1 n)`` validation rows (stratified for a
-    classifier: every class twice or more, each side at least one row of every class)."""
+    """Whether scikit-learn's early stopping can split off ``ceil(0.1 n)`` validation rows, two or more (stratified
+    for a binary target: every class twice or more, each side at least one row of every class; asked of every
+    classifier, which is stricter than scikit-learn's unstratified split for more classes)."""
     n_val = math.ceil(0.1 * len(y))
     if task == "regression":
         return n_val >= 2 and len(y) - n_val >= 2
