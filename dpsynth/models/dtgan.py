@@ -65,7 +65,6 @@ from dpsynth.models.phase import DPPhase, budget_summary, choose_width, json_num
 __all__ = ["DTGANDiscriminator", "DTGANGenerator"]
 
 _SAMPLE_CHUNK = 65_536
-_GENERATE_BATCH = 4096
 #: sizing rule of the DP phases (dpsynth.models.phase): batches up to 512 rows; at least 1000 discriminator steps;
 #: the default caps (hyper-parameters ``gan_max_steps`` / ``classifier_max_steps``) keep the work of a fit bounded on
 #: large tables and sit above what Adult needs (1,527 critic and 509 classifier steps)
@@ -86,6 +85,8 @@ class ConditionalGANModel(Synthesizer):
     in training is such a draw, and the most likely slot alone would give every row the majority category of
     whatever the generator is unsure about."""
 
+    #: rows per generator call when sampling: small enough that a layer's activations stay in the core's cache
+    generate_batch = 4096
     noise_dim: int
     generator_hidden: tuple[int, ...]
     classifier_hidden: tuple[int, ...] | None
@@ -195,10 +196,9 @@ class ConditionalGANModel(Synthesizer):
         z = torch.randn(n, self.noise_dim, generator=gen)
         out = torch.empty(n, self.transformer_.output_dim)
         tanh = [(start, end) for start, end, act in self._spans() if act == "tanh"]
-        # a few thousand rows at a time: the residual blocks' activations then stay in cache (about twice the rows
-        # per second of one 131k-row pass on 2 cores)
-        for a in range(0, n, _GENERATE_BATCH):
-            b = min(a + _GENERATE_BATCH, n)
+        # a few thousand rows at a time (generate_batch): the activations then stay in cache
+        for a in range(0, n, self.generate_batch):
+            b = min(a + self.generate_batch, n)
             raw = self.generator_(z[a:b], cond[a:b])
             for start, end in tanh:
                 raw[:, start:end] = torch.tanh(raw[:, start:end])

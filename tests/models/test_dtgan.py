@@ -376,6 +376,19 @@ def test_attention_critic_has_a_gradient_penalty_and_no_batch_statistics():
     assert generator(torch.randn(5, 4), torch.randn(5, 2)).shape == (5, 9)
 
 
+def test_dp_sactgan_generates_the_same_rows_whatever_its_sampling_batch(small, adult_schema):
+    """Sampling runs the generator on ``generate_batch`` rows at a time (512 for the attention generator, for the
+    cache): with no batch statistics, the batch size changes no generated value."""
+    cls = get_model_class("dp-sactgan")
+    model = cls(**FAST_S).fit(small, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0, progress=False)
+    assert cls.generate_batch < DTGANGenerator.generate_batch
+    n = 3 * cls.generate_batch + 7  # a ragged last batch
+    by_default = model._generate(n, torch.Generator().manual_seed(5))
+    model.generate_batch = 4 * cls.generate_batch  # one batch holds every row
+    in_one_batch = model._generate(n, torch.Generator().manual_seed(5))
+    np.testing.assert_allclose(by_default, in_one_batch, rtol=1e-4, atol=1e-5)
+
+
 def test_the_written_out_attention_softmax_equals_torch_softmax_in_value_and_gradients():
     """Values, first and second derivatives (the penalty's double backward) equal torch.softmax's, also for scores
     large enough to overflow exp without the shift."""
