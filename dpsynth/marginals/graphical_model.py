@@ -291,34 +291,36 @@ class MarkovRandomField:
         for h in holders[1:]:
             nodes |= set(nx.shortest_path(tree, holders[0], h))
         sub = tree.subgraph(nodes)
-        root = holders[0]
-        # walk the subtree from its root, carrying the joint of only what the rest of the walk needs: the query's
-        # attributes and the separators of branches still open. Each clique's conditional is first summed down to
-        # its separator and the attributes needed later, so no table spans a whole clique times the query (a
-        # 23-column batch-aim fit once passed 15 GB here).
-        factor, attrs = self.marginals[root] / self.total, self.cliques[root]
-        pending = [(root, child) for child in sub.neighbors(root)]
-        done = {root}
-        while pending:
-            par, k = pending.pop()
-            sep = self._separator(par, k)
-            later = {a for p2, k2 in pending for a in self._separator(p2, k2)}
-            keep = tuple(a for a in attrs if a in clique or a in sep or a in later)
-            factor, attrs = _sum_to(factor, attrs, keep), keep
-            children = [ch for ch in sub.neighbors(k) if ch not in done]
-            onward = {a for ch in children for a in self._separator(k, ch)}
-            wanted = tuple(a for a in self.cliques[k] if a in sep or a in clique or a in onward)
-            cond = self.marginals[k] / np.maximum(_expand(_sum_to(self.marginals[k], self.cliques[k], sep), sep,
-                                                          self.cliques[k], self.sizes), 1e-300)
-            cond = _sum_to(cond, self.cliques[k], wanted)  # p(wanted new attributes | separator)
-            union = tuple(sorted(set(attrs) | set(wanted)))
-            factor = _expand(factor, attrs, union, self.sizes) * _expand(cond, wanted, union, self.sizes)
-            attrs = union
-            needed = set(clique) | later | onward
-            keep = tuple(a for a in attrs if a in needed)
-            factor, attrs = _sum_to(factor, attrs, keep), keep
-            done.add(k)
-            pending += [(k, ch) for ch in children]
+        query = set(clique)
+
+        def collect(k: int, parent: int | None) -> tuple[np.ndarray, Clique]:
+            """The subtree hanging from clique ``k`` (away from ``parent``), summed to the query's attributes in it
+            and its separator with ``parent``: ``k``'s conditional given that separator (its marginal at the root)
+            times its children's messages, each attribute summed out as soon as nothing still to come needs it, so
+            no table spans more than one clique's needed attributes and the query (a walk that carried every open
+            branch's separator once asked 9.7 GB for a 3-way query of a 20-column King County model)."""
+            children = [c for c in sub.neighbors(k) if c != parent]
+            marginal, attrs = self.marginals[k], self.cliques[k]
+            if parent is None:
+                factor, out = marginal / self.total, set(query)
+            else:
+                sep = self._separator(k, parent)
+                factor = marginal / np.maximum(_expand(_sum_to(marginal, attrs, sep), sep, attrs, self.sizes), 1e-300)
+                out = query | set(sep)
+            seps = [set(self._separator(c, k)) for c in children]
+            for i in range(len(children) + 1):
+                needed = out.union(*seps[i:])
+                keep = tuple(a for a in attrs if a in needed)
+                factor, attrs = _sum_to(factor, attrs, keep), keep
+                if i < len(children):
+                    message, message_attrs = collect(children[i], k)
+                    union = tuple(sorted(set(attrs) | set(message_attrs)))
+                    factor = (_expand(factor, attrs, union, self.sizes)
+                              * _expand(message, message_attrs, union, self.sizes))
+                    attrs = union
+            return factor, attrs
+
+        factor, attrs = collect(holders[0], None)
         return self.total * _sum_to(np.asarray(factor), attrs, clique)
 
     # ------------------------------------------------------------------ estimation
