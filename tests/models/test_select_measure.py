@@ -172,23 +172,27 @@ def test_aim_target_workload_holds_triples_with_the_target(adult, adult_schema):
     assert any(income in c for c in model.selected_)
 
 
-@pytest.mark.parametrize("triples", [True, False])
-def test_batch_aim_workload_weights_the_target(adult, adult_schema, triples):
+@pytest.mark.parametrize(("triples", "target", "expect_triples"), [(True, "auto", True), (False, "auto", False),
+     ("auto", "auto", False), ("auto", "age", True), ("on", "income", True), ("off", "age", False)])
+def test_batch_aim_workload_weights_the_target(adult, adult_schema, triples, target, expect_triples):
     """Known answers for batch-aim's workload on Adult's 15 columns: every pair at weight 1 plus the 91 triples with
-    the target at ``target_weight``; or (``triples=False``) the 105 pairs alone, the 14 with the target weighted."""
+    the target at ``target_weight``; or (``triples`` off) the 105 pairs alone, the 14 with the target weighted.
+    ``triples="auto"``: on for a numeric target (age), off for a categorical one (income, the schema's target)."""
     from dpsynth.data.discovery import resolve_schema
     from dpsynth.models.batch_aim import BatchAIM
 
-    model = BatchAIM(target_weight=3.0, triples=triples)
+    model = BatchAIM(target=target, target_weight=3.0, triples=triples)
+    model.check_params()
     ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-5)
     model.schema_, meta = resolve_schema(adult[0].head(2000), adult_schema, ledger=ledger, share=0.1,
                                          rng=np.random.default_rng(0))
     model.discretizer_ = Discretizer.build(model.schema_, meta)
     workload = model._workload()
-    d, t = 15, model.discretizer_.names.index("income")
+    d = 15
+    t = model.discretizer_.names.index("income" if target == "auto" else target)
     pairs = {c: w for c, w in workload.items() if len(c) == 2}
     assert len(pairs) == math.comb(d, 2)
-    if triples:
+    if expect_triples:
         assert all(w == 1.0 for w in pairs.values())
         triple_weights = [w for c, w in workload.items() if len(c) == 3 and t in c]
         assert len(workload) == math.comb(d, 2) + math.comb(d - 1, 2) and set(triple_weights) == {3.0}
@@ -196,6 +200,15 @@ def test_batch_aim_workload_weights_the_target(adult, adult_schema, triples):
         assert len(workload) == math.comb(d, 2)
         assert {c for c, w in pairs.items() if w == 3.0} == {c for c in pairs if t in c}
         assert sum(w == 1.0 for w in pairs.values()) == math.comb(d - 1, 2)
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_batch_aim_refuses_an_unknown_triples_choice(bad):
+    from dpsynth.errors import InputError
+    from dpsynth.models.batch_aim import BatchAIM
+
+    with pytest.raises(InputError, match="hyper-parameter triples must be"):
+        BatchAIM(triples=bad).check_params()
 
 
 def test_coarse_queries_merge_numeric_bins_and_are_measured_at_sensitivity_one(adult, adult_schema):
