@@ -298,7 +298,7 @@ class MarkovRandomField:
             and its separator with ``parent``: ``k``'s conditional given that separator (its marginal at the root)
             times its children's messages, each attribute summed out as soon as nothing still to come needs it, so
             no table spans more than one clique's needed attributes and the query (a walk that carried every open
-            branch's separator once asked 9.7 GB for a 3-way query of a 20-column King County model)."""
+            branch's separator once asked 9.7 GB for a 3-way query of a 23-column King County model)."""
             children = [c for c in sub.neighbors(k) if c != parent]
             marginal, attrs = self.marginals[k], self.cliques[k]
             if parent is None:

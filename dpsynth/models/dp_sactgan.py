@@ -50,8 +50,8 @@ class DPSACTGAN(DTGANGenerator):
 
     name = "dp-sactgan"
     phases = ("metadata", "classifier", "generator")
-    #: a 4,096-row batch of 15 column tokens of width 32 is 8 MB a tensor, out of cache: 512 rows sample 1.5x faster
-    #: (end to end on Adult, 2 threads: 44k -> 65k rows/s; benchmarks/sampling_speed.py)
+    #: a 4,096-row batch of 15 column tokens of width 32 is 8 MB a tensor, out of cache: 512-row batches sample
+    #: twice as fast (end to end on Adult, 2 threads, idle: 33k -> 73k rows/s; benchmarks/sampling_speed.py)
     generate_batch = 512
     fast_params = {"generator_steps": 30, "batch_size": 32, "critic_iters": 2, "n_shards": 4, "noise_dim": 16,
                    "attention_dim": 8, "attention_heads": 2, "attention_layers": 1, "classifier_hidden": (16,),
