@@ -77,11 +77,15 @@ def ddim_step(z: torch.Tensor, eps: torch.Tensor, a_t: torch.Tensor, a_s: torch.
 @torch.no_grad()
 def ddim_sample(model: Denoiser, n: int, *, alpha_bar: torch.Tensor, steps: int, eta: float = 1.0,
                 generator: torch.Generator | None = None, clip: float = 5.0,
-                batch_size: int = 65536) -> torch.Tensor:
+                batch_size: int = 4096) -> torch.Tensor:
     """Draw ``n`` latents by running the reverse process on ``steps`` evenly spaced steps of the schedule.
 
     The predicted clean latent is clamped to ``[-clip, clip]`` at each step (latents of a VAE with a N(0, I)
     prior rarely leave [-5, 5]).
+
+    The rows run ``batch_size`` at a time through all the steps: a few thousand rows keep the denoiser's
+    activations in the cores' cache (on Adult's model, 2 threads, idle: 4,096-row batches sample about 1.6 times as
+    many rows a second end to end as 65,536-row ones).
     """
     total = len(alpha_bar) - 1
     ts = torch.linspace(total, 0, steps + 1).round().long().unique_consecutive().tolist()
