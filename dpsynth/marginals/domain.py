@@ -17,7 +17,8 @@ Each schema column becomes one attribute with a fixed number of cells (:class:`C
 Encoding private rows into cells (:meth:`Discretizer.encode`) is what backends count; it uses the schema only.
 Decoding (:meth:`Discretizer.decode`) maps cells back to values: a category, a missing value, a special value, or
 a number drawn inside its bin — first one of the metadata bins the cell unites, in proportion to their DP counts,
-then uniformly inside it (integers: the whole numbers of that bin). Decoding reads only DP outputs
+then inside it from a linear density sloped as the neighbouring bins' DP densities (a frequency polygon,
+:func:`fine_slopes`; integers: rounded, so unit bins stay whole numbers). Decoding reads only DP outputs
 (post-processing), and never emits a value outside the schema's domain (no ``None`` where the column is not
 nullable).
 
@@ -40,7 +41,7 @@ from dpsynth.data.schema import Schema
 from dpsynth.errors import InputError
 from dpsynth.marginals.graphical_model import draw_rows
 
-__all__ = ["ColumnCells", "Discretizer", "DEFAULT_MAX_BINS"]
+__all__ = ["ColumnCells", "Discretizer", "DEFAULT_MAX_BINS", "fine_slopes", "linear_inside", "smooth_fine_counts"]
 
 DEFAULT_MAX_BINS = 32
 
@@ -168,7 +169,8 @@ class Discretizer:
             edges = _coarse_edges(np.asarray(hist.edges, float),
                                   np.clip(counts - 2.0 * float(metadata.sigma or 0.0), 0, None), max_bins)
             out.append(ColumnCells(col.name, "numeric", col.nullable, (), edges, np.asarray(hist.edges, float),
-                                   np.clip(counts, 0, None), tuple(col.special_values), col.rounds))
+                                   smooth_fine_counts(np.clip(counts, 0, None), sigma), tuple(col.special_values),
+                                   col.rounds))
         return cls(out)
 
     @property
@@ -262,7 +264,8 @@ def decode_column(codes: np.ndarray, cells: ColumnCells, rng: np.random.Generato
         weights = np.where(groups[None, :] == np.arange(cells.n_bins)[:, None], cells.fine_weights + 1e-9, 0.0)
         fine = draw_rows(weights, codes[in_bin].astype(np.int64), rng)
         lo, hi = cells.fine_edges[fine], cells.fine_edges[fine + 1]
-        x = lo + (hi - lo) * rng.random(len(fine))
+        slopes = fine_slopes(cells.fine_edges, cells.fine_weights)
+        x = lo + (hi - lo) * linear_inside(rng.random(len(fine)), slopes[fine])
         if cells.rounds:
             x = np.clip(np.round(x), math.ceil(cells.fine_edges[0]), math.floor(cells.fine_edges[-1]))
         out[in_bin] = x
@@ -270,3 +273,73 @@ def decode_column(codes: np.ndarray, cells: ColumnCells, rng: np.random.Generato
         out[codes == cells.n_bins + i] = s
     return out
 
+
+
+def fine_slopes(edges: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The slope of a linear density inside each fine bin (a frequency polygon), relative to the bin's mean density:
+    ``f(t) = 1 + s (t - 1/2)`` on the bin scaled to [0, 1], ``s`` from the neighbours' densities (central difference,
+    one-sided at the ends), clipped to [-2, 2] so that the density stays non-negative. Each bin keeps its mass: only
+    where inside it the values fall changes. A histogram's uniform bins are off by O(width) where the density slopes;
+    the polygon by O(width^2) (Adult's fnlwgt on its 64-bin public grid: decile TVD of the decoded column 0.019 ->
+    0.011, README). Reads only DP counts and public edges (post-processing)."""
+    density = np.asarray(weights, float) / np.maximum(np.diff(edges), 1e-300)
+    left = np.r_[density[:1], density[:-1]]
+    right = np.r_[density[1:], density[-1:]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = np.where(density > 0, (right - left) / (2.0 * density), 0.0)
+    return np.clip(np.nan_to_num(slope), -2.0, 2.0)
+
+
+def linear_inside(u: np.ndarray, slope: np.ndarray) -> np.ndarray:
+    """Inverse CDF of the density ``1 + s (t - 1/2)`` on [0, 1] at uniforms ``u``: solves ``t + s (t^2 - t) / 2 = u``
+    (the root in [0, 1]; ``t = u`` where the slope is 0)."""
+    a = slope / 2.0
+    b = 1.0 - a  # in [0, 2]; b + sqrt(...) is 0 only at u = 0 with slope 2, where t = 0
+    # (-b + sqrt(b^2 + 4 a u)) / (2 a) written without the cancellation as a -> 0 (then t = u)
+    root = b + np.sqrt(np.maximum(b * b + 4.0 * a * u, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(root > 0, 2.0 * u / root, 0.0)
+    return np.clip(t, 0.0, 1.0)
+
+
+#: the smoothing bandwidths (sd of a Gaussian kernel, in fine bins) :func:`smooth_fine_counts` chooses among
+_BANDWIDTHS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
+
+
+def smooth_fine_counts(counts: np.ndarray, sigma: float) -> np.ndarray:
+    """A numeric column's DP fine counts (each with Gaussian noise of sd ``sigma``) smoothed along the grid by the
+    Gaussian kernel whose bandwidth minimises Stein's unbiased estimate of the squared error, ``||y - S y||^2 +
+    2 sigma^2 tr(S) - n sigma^2`` (no smoothing among the candidates): a smooth density (Adult's age, one fine bin a
+    year, 130 noise sd a bin at epsilon 1) gets a wide kernel, a spiky one (hours-per-week: 40, 50, 60) none.
+    These counts only shape where inside a cell decoded numbers fall (the cells' masses come from the
+    measurements): decile TVD of Adult's age decoded from its cells 0.0047 -> 0.0011 (README). The counts given
+    are clipped at 0, so the estimate is approximate near empty bins; it reads only DP outputs (post-processing)."""
+    y = np.asarray(counts, float)
+    n = len(y)
+    if sigma <= 0 or n < 8:
+        return y
+    best, best_risk = y, n * sigma ** 2  # no smoothing: S = I, no residual, tr(S) = n
+    for h in _BANDWIDTHS:
+        reach = int(math.ceil(4 * h))
+        if reach >= n:
+            break
+        smoother = _kernel_matrix(n, h, reach)
+        smoothed = smoother @ y
+        risk = float(np.sum((y - smoothed) ** 2) + 2 * sigma ** 2 * np.trace(smoother) - n * sigma ** 2)
+        if risk < best_risk:
+            best, best_risk = smoothed, risk
+    return np.clip(best, 0.0, None)
+
+
+def _kernel_matrix(n: int, bandwidth: float, reach: int) -> np.ndarray:
+    """The n x n matrix of a Gaussian kernel smoother (sd ``bandwidth``, cut at ``reach`` bins), reflected at the
+    grid's ends (each row a weighted average)."""
+    offsets = np.arange(-reach, reach + 1)
+    kernel = np.exp(-0.5 * (offsets / bandwidth) ** 2)
+    kernel /= kernel.sum()
+    rows = np.repeat(np.arange(n), len(offsets))
+    cols = (np.arange(n)[:, None] + offsets[None, :]).ravel()
+    cols = np.where(cols < 0, -cols - 1, np.where(cols >= n, 2 * n - 1 - cols, cols))  # mirror: ... 1 0 | 0 1 ...
+    matrix = np.zeros((n, n))
+    np.add.at(matrix, (rows, cols), np.tile(kernel, n))
+    return matrix

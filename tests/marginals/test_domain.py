@@ -12,7 +12,7 @@ from dpsynth.data.frame import conform
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
 from dpsynth.marginals.backends import NumPyBackend
-from dpsynth.marginals.domain import Discretizer
+from dpsynth.marginals.domain import ColumnCells, Discretizer
 from dpsynth.privacy.ledger import PrivacyLedger
 
 
@@ -65,6 +65,56 @@ def test_encode_decode_round_trip_stays_in_the_domain():
     assert decoded[0] == 0.0 and np.isnan(decoded[1])
     for value, back, code in zip(values["x"][2:], decoded[2:], codes[2:]):
         assert cells.edges[code] <= back <= cells.edges[code + 1]  # drawn inside the value's bin
+
+
+def test_numbers_inside_a_bin_follow_the_slope_of_the_density():
+    """Decoding draws inside each fine bin from a linear density sloped as its neighbours (a frequency polygon): on
+    a density that rises linearly (f(x) = 2x on [0, 1], 8 fine bins, exact counts) the decoded values follow the true
+    CDF x^2 to within the sampling noise in the inner bins, where uniform bins are off by up to h^2/8 = 0.002."""
+    from scipy import stats
+
+    from dpsynth.marginals.domain import fine_slopes, linear_inside
+
+    edges = np.linspace(0.0, 1.0, 9)
+    weights = np.diff(edges ** 2) * 1e5  # exact mass of each fine bin
+    slopes = fine_slopes(edges, weights)
+    np.testing.assert_allclose(slopes[1:-1], 2 * np.diff(edges)[1:-1] / (edges[1:-2] + edges[2:-1]), rtol=1e-12)
+    assert slopes[0] == 1.0 and abs(slopes[-1] - 1 / 15) < 1e-12  # one-sided at the ends: less than the truth
+    rng = np.random.default_rng(0)
+    u = rng.random(400_000)
+    np.testing.assert_allclose(linear_inside(u, np.full_like(u, 2.0)), np.sqrt(u), atol=1e-12)  # f(t) = 2t
+    np.testing.assert_allclose(linear_inside(u, np.zeros_like(u)), u, atol=1e-15)
+    counts = np.diff(edges ** 2)
+    cells = ColumnCells("x", "numeric", False, (), edges.copy(), edges, weights)
+    codes = rng.choice(8, size=400_000, p=counts / counts.sum())
+    x = Discretizer([cells]).decode(codes[:, None], np.random.default_rng(1))["x"].to_numpy()
+    inner = (x >= 0.25) & (x < 0.875)  # bins 2-6: both neighbours' slope is the truth's
+    y = (x[inner] ** 2 - 0.0625) / (0.765625 - 0.0625)  # the true CDF restricted to [0.25, 0.875), on [0, 1]
+    polygon = stats.kstest(y, "uniform").statistic
+    flat = np.concatenate([rng.uniform(edges[k], edges[k + 1], int(round(counts[k] * 400_000))) for k in range(2, 7)])
+    uniform = stats.kstest((flat ** 2 - 0.0625) / (0.765625 - 0.0625), "uniform").statistic
+    assert polygon < 0.004 < uniform  # uniform bins: ~0.0055 off the true CDF
+
+
+def test_fine_counts_are_smoothed_where_the_density_is_smooth_and_kept_where_it_is_spiky():
+    """The noisy fine counts a cell's numbers are drawn by get the Gaussian kernel whose bandwidth minimises Stein's
+    unbiased risk estimate: on a smooth density at Adult's noise (sd 130 a bin) the error falls by more than half;
+    on isolated spikes no smoothing is chosen, so they stay where they are; exact metadata is left as it is."""
+    from dpsynth.marginals.domain import smooth_fine_counts
+
+    rng = np.random.default_rng(0)
+    x = np.arange(80)
+    smooth = 1000 * np.exp(-0.5 * ((x - 35) / 12) ** 2)
+    spikes = np.zeros(80)
+    spikes[[20, 40, 50, 60]] = [3000, 15000, 2000, 1500]
+    gains = []
+    for _ in range(5):
+        noisy = np.clip(smooth + rng.normal(0, 130, 80), 0, None)
+        gains.append(np.linalg.norm(smooth_fine_counts(noisy, 130.0) - smooth) / np.linalg.norm(noisy - smooth))
+        noisy = np.clip(spikes + rng.normal(0, 130, 80), 0, None)
+        np.testing.assert_array_equal(smooth_fine_counts(noisy, 130.0), noisy)
+    assert max(gains) < 0.6
+    np.testing.assert_array_equal(smooth_fine_counts(smooth, 0.0), smooth)
 
 
 def test_metadata_histogram_is_a_measurement_with_summed_noise():
