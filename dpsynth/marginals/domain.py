@@ -16,11 +16,11 @@ Each schema column becomes one attribute with a fixed number of cells (:class:`C
 
 Encoding private rows into cells (:meth:`Discretizer.encode`) is what backends count; it uses the schema only.
 Decoding (:meth:`Discretizer.decode`) maps cells back to values: a category, a missing value, a special value, or
-a number drawn inside its bin — first one of the metadata bins the cell unites, in proportion to their DP counts,
-then inside it from a linear density sloped as the neighbouring bins' DP densities (a frequency polygon,
-:func:`fine_slopes`; integers: rounded, so unit bins stay whole numbers). Decoding reads only DP outputs
-(post-processing), and never emits a value outside the schema's domain (no ``None`` where the column is not
-nullable).
+a number drawn inside its bin — first one of the metadata bins the cell unites, in proportion to their DP counts
+(smoothed along the grid where the density is smooth, :func:`smooth_fine_counts`), then inside it from a linear
+density sloped as the neighbouring bins' DP densities (a frequency polygon, :func:`fine_slopes`; integers: rounded,
+so unit bins stay whole numbers). Decoding reads only DP outputs (post-processing), and never emits a value outside
+the schema's domain (no ``None`` where the column is not nullable).
 
 The metadata histograms are also *measurements* of the 1-way marginals (:meth:`Discretizer.metadata_measurement`):
 a cell that unites k metadata cells has noise variance k sigma^2, so the estimation weighs it accordingly.
@@ -272,7 +272,6 @@ def decode_column(codes: np.ndarray, cells: ColumnCells, rng: np.random.Generato
     for i, s in enumerate(cells.specials):
         out[codes == cells.n_bins + i] = s
     return out
-
 
 
 def fine_slopes(edges: np.ndarray, weights: np.ndarray) -> np.ndarray:
