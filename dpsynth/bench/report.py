@@ -28,6 +28,7 @@ HEADLINE = {
     "r2_xgb": ("ml_efficacy.r2.synthetic", "xgb"),
     "tvd1": ("marginal.tvd1", None),
     "tvd2": ("marginal.tvd_k2", "(all)"),
+    "tvd2q": ("marginal.tvd_q2", "(all)"),
 }
 _RUN_COLUMNS = {"eps_spent": "ledger_epsilon", "fit_s": "fit_s", "peak_mb": "peak_mb"}
 

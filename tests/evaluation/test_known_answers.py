@@ -86,6 +86,16 @@ def test_nist_bins_follow_the_formula():
     assert s[2] not in set(r)  # missing is a bin of its own
 
 
+def test_decile_bins_cut_at_the_real_deciles():
+    real = pd.Series(np.arange(100, dtype=float))  # deciles at 9.9, 19.8, ..., 89.1
+    r, s = unsupervised.decile_bins(real, pd.Series([-5.0, 9.0, 10.0, 50.0, 1e9, np.nan]), "continuous")
+    assert np.bincount(r).tolist() == [10] * 10  # ten equal bins of the real column
+    assert list(s) == [0, 0, 1, 5, 9, -1]  # below, inside, above the range; missing a bin of its own
+    spike = pd.Series([0.0] * 80 + list(range(1, 21)))  # 80% zeros: the lower deciles merge into one bin
+    r, _ = unsupervised.decile_bins(spike, spike, "continuous")
+    assert r[0] == 0 and (r[:80] == 0).all() and len(np.unique(r)) == 3
+
+
 def test_kl_mu_hand_computed():
     value, mu = unsupervised.kl_mu([0.5, 0.5], [1.0, 0.0])
     assert mu == pytest.approx(math.exp(-2))
