@@ -89,7 +89,7 @@ from dp_accounting import dp_event
 from scipy.stats import norm
 
 from dpsynth.data.frame import categorical_codes, check_frame
-from dpsynth.data.inference import ID_LIKE_RATIO, infer_schema
+from dpsynth.data.inference import GRID_BINS, ID_LIKE_RATIO, UNIT_GRID_SPAN, infer_schema
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
 from dpsynth.data.text import DTYPE_MODES, infer_text_dtypes, parse_numbers
@@ -330,9 +330,9 @@ def public_grid(col: Column) -> np.ndarray:
     """Bin edges inside public bounds: unit bins for small integer ranges, else 64 equal bins."""
     if col.lower == col.upper:
         return np.array([col.lower, col.upper])
-    if col.rounds and col.upper - col.lower <= 200:
+    if col.rounds and col.upper - col.lower <= UNIT_GRID_SPAN:
         return np.arange(col.lower - 0.5, col.upper + 1.0, 1.0)
-    return np.linspace(col.lower, col.upper, 65)
+    return np.linspace(col.lower, col.upper, GRID_BINS + 1)
 
 
 def numeric_counts(values: np.ndarray, edges: np.ndarray, specials: tuple[float, ...]) -> tuple[np.ndarray, list, int]:

@@ -15,6 +15,11 @@ Rules (documented, tested):
   99th percentile is > 50 times its median (and > 1000) is ``long_tail``;
 - columns with missing values are ``nullable``; all-missing columns are excluded with a warning (like ID-like
   ones); infinite values are errors;
+- a numeric column whose extremes are far from the bulk gets a warning (its bounds are kept): when the central 90%
+  of its values spans at most 2 of the :data:`GRID_BINS` equal bins its bounds are cut into for DP histograms,
+  nearly every row would share one or two of them, inside which values are drawn without detail (Cardio's
+  ``ap_lo``, 60-90 inside [-70, 11000]: synthetic median 9 against the real 80). The owner should write the range
+  the column can really take (values outside the bounds are clipped);
 - columns no model can represent are errors (:func:`~dpsynth.data.frame.check_column`): dates and times,
   complex numbers, lists, object columns mixing types (``True`` and ``1`` would merge into one category).
 
@@ -33,10 +38,14 @@ from dpsynth.data.frame import check_column, check_frame
 from dpsynth.data.schema import DTYPES, Column, Schema
 from dpsynth.errors import InputError
 
-__all__ = ["infer_schema", "infer_column", "ID_LIKE_RATIO", "SPECIAL_VALUE_SHARE"]
+__all__ = ["infer_schema", "infer_column", "ID_LIKE_RATIO", "SPECIAL_VALUE_SHARE", "GRID_BINS"]
 
 ID_LIKE_RATIO = 0.5
 SPECIAL_VALUE_SHARE = 0.10
+#: equal bins a public numeric range is cut into for DP histograms (``dpsynth.data.discovery.public_grid``; integer
+#: ranges of at most ``UNIT_GRID_SPAN`` get one bin per value instead)
+GRID_BINS = 64
+UNIT_GRID_SPAN = 200
 
 
 def infer_schema(df: pd.DataFrame, *, target: str | None = None, warn: bool = True) -> Schema:
@@ -60,12 +69,34 @@ def infer_schema(df: pd.DataFrame, *, target: str | None = None, warn: bool = Tr
                               stacklevel=2)
         else:
             columns.append(col)
+            if warn:
+                _warn_crowded(col, df[name])
     if target in excluded:
         raise InputError(f"Target column '{target}' is all missing or looks like an identifier; declare it in a "
                          "schema.")
     if not columns:
         raise InputError("No usable column: every column is all missing or looks like an identifier.")
     return Schema(tuple(columns), target=target, provenance="inferred", excluded=tuple(excluded))
+
+
+def _warn_crowded(col: Column, series: pd.Series) -> None:
+    """The warning for bounds stretched by a few extreme values (module docstring); reads the exact values, as the
+    rest of this module does: it speaks to the data owner, never in a DP fit."""
+    if col.is_discrete or col.lower is None or col.upper is None or col.upper <= col.lower:
+        return
+    if col.rounds and col.upper - col.lower <= UNIT_GRID_SPAN:
+        return  # one bin per value
+    values = pd.to_numeric(series, errors="coerce").dropna().to_numpy(dtype=float)
+    values = values[~np.isin(values, col.special_values)]
+    if values.size == 0:
+        return
+    low, high = np.quantile(values, [0.05, 0.95])
+    width = (col.upper - col.lower) / GRID_BINS
+    if high - low <= 2 * width:
+        warnings.warn(f"Column '{col.name}': 90% of its values lie in [{low:g}, {high:g}], within 2 of the "
+                      f"{GRID_BINS} equal bins DP histograms cut its bounds [{col.lower:g}, {col.upper:g}] into, so "
+                      "synthetic values there would be drawn without detail; write the range it can really take "
+                      "into the schema (values outside are clipped).", stacklevel=3)
 
 
 def _dtype_name(series: pd.Series) -> str | None:

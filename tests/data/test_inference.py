@@ -69,3 +69,28 @@ def test_empty_frame_is_an_error():
         infer_schema(pd.DataFrame({"a": []}))
     with pytest.raises(InputError, match="no columns"):
         infer_schema(pd.DataFrame())
+
+
+def test_bounds_stretched_by_outliers_get_a_warning_and_are_kept():
+    """Cardio's ap_lo: 60-100 for nearly every row, a few recording errors out to 11,000 and -70. Cut into 64 equal
+    bins of 173, the bulk would share one bin: the owner is told, with the range that holds 90% of the values; the
+    proposed bounds stay the data's extremes (the owner decides). A column that fills its range, a small integer
+    range (one bin per value) say nothing."""
+    rng = np.random.default_rng(0)
+    bulk = rng.integers(60, 101, 5000).astype(float)
+    frame = pd.DataFrame({"ap_lo": np.r_[bulk, [11000.0, -70.0, 1000.0, 800.0]],
+                          "age": rng.normal(50, 10, 5004).round(1),  # fills its range
+                          "height": rng.integers(140, 200, 5004),  # unit bins
+                          "label": rng.integers(0, 2, 5004)})
+    expected = (r"Column 'ap_lo': 90% of its values lie in \[6\d, (9\d|100)\], within 2 of the 64 equal bins "
+                r".* bounds \[-70, 11000\]")
+    with pytest.warns(UserWarning, match=expected) as record:
+        schema = infer_schema(frame)
+    assert [str(w.message).split("'")[1] for w in record] == ["ap_lo"]
+    assert (schema["ap_lo"].lower, schema["ap_lo"].upper) == (-70.0, 11000.0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        infer_schema(frame[["age", "height", "label"]])
+        infer_schema(frame, warn=False)
