@@ -18,8 +18,8 @@ Rules (documented, tested):
 - a numeric column whose extremes are far from the bulk gets a warning (its bounds are kept): when the central 90%
   of its values spans at most 2 of the :data:`GRID_BINS` equal bins its bounds are cut into for DP histograms,
   nearly every row would share one or two of them, inside which values are drawn without detail (Cardio's
-  ``ap_lo``, 60-90 inside [-70, 11000]: synthetic median 9 against the real 80). The owner should write the range
-  the column can really take (values outside the bounds are clipped);
+  ``ap_lo``, 70-100 for 90% of the rows inside [-70, 11000]: synthetic median 9 against the real 80). The owner
+  should write the range the column can really take (values outside the bounds are clipped);
 - columns no model can represent are errors (:func:`~dpsynth.data.frame.check_column`): dates and times,
   complex numbers, lists, object columns mixing types (``True`` and ``1`` would merge into one category).
 
@@ -38,7 +38,7 @@ from dpsynth.data.frame import check_column, check_frame
 from dpsynth.data.schema import DTYPES, Column, Schema
 from dpsynth.errors import InputError
 
-__all__ = ["infer_schema", "infer_column", "ID_LIKE_RATIO", "SPECIAL_VALUE_SHARE", "GRID_BINS"]
+__all__ = ["infer_schema", "infer_column", "ID_LIKE_RATIO", "SPECIAL_VALUE_SHARE", "GRID_BINS", "UNIT_GRID_SPAN"]
 
 ID_LIKE_RATIO = 0.5
 SPECIAL_VALUE_SHARE = 0.10
