@@ -4,7 +4,11 @@
 
 * **Public schema given**: the schema is used as declared (and the data validated against it); the metadata
   phase releases a noisy row count and one noisy histogram per column (declared categories, or a grid inside
-  the declared bounds) with the Gaussian mechanism.
+  the declared bounds) with the Gaussian mechanism, then the zooms below.
+* **Zoom** (every path; :func:`release_zooms`): a numeric column on the 64-bin grid whose DP mass (90% of it) lies
+  in a quarter of the grid or less gets one more histogram, in finer bins (one a value for whole numbers) inside
+  that run of bins: bounds stretched by a few outliers no longer leave nearly every row in one bin. Each column that
+  may zoom (public structure) holds back a quarter of a histogram's budget; the columns that need one share it.
 * **No schema, private dtypes** (``dtypes="private"``; ``dpsynth fit FILE.csv``): the frame's dtypes were inferred
   from its values, so they are private. Every cell is text (:mod:`dpsynth.data.text`); per column, query 1 counts
   integer-valued numbers by decade, other numbers by decade, exact zeros, missing cells and text cells; the kind
@@ -52,7 +56,8 @@ estimate"), never from the exact count; schema mismatches quote no value and no 
 
 Neighbouring relation: add/remove one row of the private table (the ledger's). Budget: every query is a Gaussian
 count of L2 sensitivity 1 (add/remove one record touches exactly one cell per query: a row is missing, or text, or
-a number in one decade; out-of-range numbers have cells of their own; a profile's frequent mass moves by at most 1).
+a number in one decade; out-of-range numbers have cells of their own; a profile's frequent mass moves by at most 1;
+a zoom counts a row in at most one sub-bin).
 The metadata phase alone is (share * epsilon, delta / 2)-DP (Gaussians compose to one Gaussian: mu^2 = the sum of
 1 / sigma_i^2); partition selection adds delta / 4 in total (split over the columns that run it). The ledger
 composes the phase with training phases (PLD/RDP), so the final epsilon is that of the whole release.
@@ -100,7 +105,7 @@ from dpsynth.privacy.mechanisms import gaussian_counts, gaussian_partition_selec
 
 __all__ = ["resolve_schema", "prepare_private_text", "OTHER", "geometric_grid", "calibrate_metadata_sigma", "TAIL",
            "DiscoveryPlan", "plan_discovery", "warn_excluded", "public_grid", "public_schema_release", "numeric_cells",
-           "categorical_cells"]
+           "categorical_cells", "zooms", "zoom_window", "release_zooms", "ZOOM_RESERVE"]
 
 OTHER = "__other__"
 #: an "other" slot is added when the DP estimate of the unreleased rows exceeds this many noise sds (1% by chance)
@@ -202,6 +207,7 @@ class DiscoveryPlan:
     category_rows: float
     bound_rows: float
     weights: tuple[tuple[float, int], ...] = ()
+    zooms: int = 0  # numeric columns that may get a zoom (the budget held back for them is in ``weights``)
 
     @property
     def profile_cut(self) -> float:
@@ -214,7 +220,8 @@ class DiscoveryPlan:
         return sum(w * c for w, c in self.weights) / self.sigma ** 2 if self.sigma > 0 else 0.0
 
     def describe(self, n_rows: float | None = None) -> str:
-        text = (f"DP discovery of {self.n_columns} column(s) ({self.n_queries} Gaussian count queries, noise sd "
+        zooms = f" and up to {self.zooms} zoom(s)" if self.zooms else ""
+        text = (f"DP discovery of {self.n_columns} column(s) ({self.n_queries} Gaussian count queries{zooms}, noise sd "
                 f"{self.sigma:.0f}): a category is released from about {self.category_rows:.0f} rows, numeric bounds "
                 f"need about {self.bound_rows:.0f} non-missing values in one decade")
         if n_rows is not None:
@@ -236,21 +243,24 @@ def plan_discovery(data, *, epsilon: float, delta: float, share: float, dtypes: 
     if dtypes == "private":  # any column may turn out to be text: a profile is planned for each
         k = len(types)
         n_text, n_selection = k, k
-        weights = ((1.0, 2 * k + 1), (W_PROFILE, k))
+        n_zooms = k
+        weights = ((1.0, 2 * k + 1), (W_PROFILE, k), (ZOOM_RESERVE, n_zooms))
     else:
         types = [t for t in types if t is not None]  # a type no model represents: excluded before any query
         k = len(types)
         n_numeric = sum(t in _NUMERIC_TYPES for t in types)
         n_text = sum(t == "text" for t in types)
         n_selection = max(1, n_text)
-        weights = ((1.0, k + n_numeric + 1), (W_PROFILE, n_text))
+        n_zooms = n_numeric
+        weights = ((1.0, k + n_numeric + 1), (W_PROFILE, n_text), (ZOOM_RESERVE, n_zooms))
     weights = tuple((w, c) for w, c in weights if c > 0)
     sigma = calibrate_noise(target_epsilon=share * epsilon, delta=delta / 2, sample_rate=1.0, weights=weights,
                             accountant="best", rtol=1e-3)
     threshold = selection_threshold(sigma, delta / 4 / n_selection)
     cells = 2 * (len(geometric_grid()) - 1) + 3  # the private-dtypes kind-and-bounds query (the larger one)
     floor = math.sqrt(2.0) * sigma * float(norm.isf(_SPURIOUS / cells))
-    return DiscoveryPlan(k, sum(c for _, c in weights), sigma, threshold, floor, weights)
+    # the zoom reserve is no query until a column needs it
+    return DiscoveryPlan(k, sum(c for _, c in weights) - n_zooms, sigma, threshold, floor, weights, n_zooms)
 
 
 def plan_for_ledger(data, ledger: PrivacyLedger, share: float, dtypes: str) -> DiscoveryPlan | None:
@@ -296,21 +306,37 @@ class Allocation:
             params["budget_share"] = round(share, 4)
         self.ledger.spend(event, phase=phase, **params)
 
-    def stage_two(self, n_queries: int) -> float:
-        """The sigma of ``n_queries`` more weight-1 queries that spends what is left of the phase's budget."""
+    def stage_two(self, n_queries: int, reserve: int = 0) -> float:
+        """The sigma of ``n_queries`` more weight-1 queries that spends what is left of the phase's budget, less
+        ``ZOOM_RESERVE`` for each of ``reserve`` zooms (the zoom stage calls it again: ``reserve=0`` spends all)."""
         if self.plan is None or n_queries == 0:
             return 0.0 if self.plan is None else self.plan.sigma
         spent = [(e.event, e.count) for e in self.ledger.entries if e.phase == PHASE]
         return calibrate_noise(target_epsilon=self.share * self.ledger.target_epsilon,
-                               delta=self.ledger.target_delta / 2, sample_rate=1.0, steps=n_queries, prior=spent,
-                               accountant="best", rtol=1e-3)
+                               delta=self.ledger.target_delta / 2, sample_rate=1.0,
+                               weights=((1.0, n_queries), (ZOOM_RESERVE, reserve)), prior=spent, accountant="best",
+                               rtol=1e-3)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-def _sigma(ledger: PrivacyLedger, n_queries: int, share: float) -> float:
+def _sigma(ledger: PrivacyLedger, n_queries: int, share: float, reserve: int = 0) -> float:
+    """The sigma of ``n_queries`` weight-1 queries, with ``ZOOM_RESERVE`` held back for each of ``reserve`` zooms."""
     if ledger.non_private:
         return 0.0
-    return calibrate_metadata_sigma(n_queries, share * ledger.target_epsilon, ledger.target_delta / 2)
+    if reserve == 0:
+        return calibrate_metadata_sigma(n_queries, share * ledger.target_epsilon, ledger.target_delta / 2)
+    return calibrate_noise(target_epsilon=share * ledger.target_epsilon, delta=ledger.target_delta / 2,
+                           sample_rate=1.0, weights=((1.0, n_queries), (ZOOM_RESERVE, reserve)), accountant="best",
+                           rtol=1e-3)
+
+
+def _rest_sigma(ledger: PrivacyLedger, n_queries: int, share: float) -> float:
+    """The sigma of ``n_queries`` more weight-1 queries that spends what is left of the phase's budget."""
+    if ledger.non_private:
+        return 0.0
+    spent = [(e.event, e.count) for e in ledger.entries if e.phase == PHASE]
+    return calibrate_noise(target_epsilon=share * ledger.target_epsilon, delta=ledger.target_delta / 2,
+                           sample_rate=1.0, steps=n_queries, prior=spent, accountant="best", rtol=1e-3)
 
 
 def spend_metadata(ledger: PrivacyLedger, sigma: float, mechanism: str, extra_delta: float = 0.0, **params) -> None:
@@ -330,9 +356,140 @@ def public_grid(col: Column) -> np.ndarray:
     """Bin edges inside public bounds: unit bins for small integer ranges, else 64 equal bins."""
     if col.lower == col.upper:
         return np.array([col.lower, col.upper])
-    if col.rounds and col.upper - col.lower <= UNIT_GRID_SPAN:
+    if _unit_grid(col):
         return np.arange(col.lower - 0.5, col.upper + 1.0, 1.0)
     return np.linspace(col.lower, col.upper, GRID_BINS + 1)
+
+
+def _unit_grid(col: Column) -> bool:
+    return col.rounds and col.upper - col.lower <= UNIT_GRID_SPAN
+
+
+# ---------------------------------------------------------------------------------------------- zoom
+#: a zoom re-measures the shortest run of grid bins that holds this share of a column's DP mass ...
+ZOOM_MASS = 0.9
+#: ... when that run is at most 1 / ZOOM_GAIN of the grid (so the sub-bins are at least this many times finer) and
+#: its mass above the noise is at least ZOOM_MIN_SD noise sds of its sum
+ZOOM_GAIN = 4
+ZOOM_MIN_SD = 5.0
+#: ... in unit bins when the column holds whole numbers and the run spans at most this many of them, holding this
+#: many noise sds of rows a value on average; else in GRID_BINS equal sub-bins
+ZOOM_UNIT_SPAN = 1000
+ZOOM_UNIT_SD = 0.25
+#: the metadata budget held back for zooms: this weight (of a histogram's GDP budget mu^2) per column that may zoom
+ZOOM_RESERVE = 0.25
+
+
+def zooms(col: Column) -> bool:
+    """Whether a numeric column may get a zoom (:func:`release_zooms`): one on the 64 equal bins of the public grid
+    (a unit grid is already as fine as its values). Public structure, so the reserve is fixed before any query."""
+    return not col.is_discrete and col.lower < col.upper and not _unit_grid(col)
+
+
+def zoom_window(counts: np.ndarray, sigma: float) -> tuple[int, int]:
+    """The grid bins ``[i, j)`` of the shortest run holding ``ZOOM_MASS`` of the DP mass above 2 noise sds (clipped
+    noise alone would put ~0.4 sigma in every empty bin of a long tail); the first such run. Post-processing."""
+    counts = np.asarray(counts, float)
+    mass = np.clip(counts - 2.0 * sigma, 0, None)
+    k = len(mass)
+    # the column's mass less what clipping adds to an empty bin (E max(N(0, sigma^2), 0) = 0.4 sigma): when the
+    # mass above the noise is under half of it, the rows are spread thinner than the noise (King County's
+    # basements at epsilon 0.3) and the bins that clear it are mostly noise: the whole grid is the window
+    if mass.sum() <= 0 or mass.sum() < 0.5 * (counts.sum() - 0.4 * sigma * k):
+        return 0, k
+    cum = np.r_[0.0, np.cumsum(mass)]
+    need = ZOOM_MASS * cum[-1]
+    ends = np.searchsorted(cum, cum[:-1] + need * (1 - 1e-12), side="left")  # first j with cum[j] - cum[i] >= need
+    ends = np.minimum(ends, k)
+    i = int(np.argmin(np.where(cum[ends] - cum[:-1] >= need * (1 - 1e-9), ends - np.arange(k), k + 1)))
+    j = int(ends[i])
+    # a run whose mass above the noise is a few noise sds of its own sum is a noise spike (a small table, where
+    # every bin is mostly noise), not where the rows are
+    if cum[j] - cum[i] < ZOOM_MIN_SD * sigma * math.sqrt(j - i):
+        return 0, k
+    return i, j
+
+
+def zoom_edges(col: Column, lo: float, hi: float, n_bins: int) -> np.ndarray:
+    """``n_bins`` equal sub-bins of ``[lo, hi]``; for a column of whole numbers, bins of a whole number of values
+    (edges at half-integers inside, so no value straddles two bins), as many as fit."""
+    if not col.rounds:
+        return np.linspace(lo, hi, n_bins + 1)
+    width = max(1, math.ceil((hi - lo) / n_bins))
+    inner = np.arange(math.floor(lo) + 0.5, hi, width)
+    return np.r_[lo, inner[inner > lo], hi]
+
+
+def zoom_grid(col: Column, sub: np.ndarray) -> tuple[np.ndarray, slice]:
+    """The edges the zoom query counts on (the sub-bins, with one bin for the rest of the column's range on each
+    side that has any) and the slice of its cells that are the sub-bins. Counting reuses :func:`numeric_cells` /
+    :func:`~dpsynth.marginals.tables.metadata_cell_sql`, so a value on an edge falls where the first histogram put
+    it ([edge, next edge), the column's top value in the last bin)."""
+    lead, trail = bool(sub[0] > col.lower), bool(sub[-1] < col.upper)
+    full = np.r_[[col.lower] * lead, sub, [col.upper] * trail]
+    return full, slice(int(lead), int(lead) + len(sub) - 1)
+
+
+def release_zooms(hists: dict, columns, count_cells, ledger, sigma: float, sigma_for, rng) -> None:
+    """The zoom stage of the metadata phase: a finer grid where the DP mass is, for the columns that need one.
+
+    Why: bounds stretched by outliers put nearly every row in one of the 64 grid bins (Cardio's ap_lo: 98% in one bin
+    170 wide), inside which every model drew values blind (synthetic median 9 vs real 80). For each column that
+    :func:`zooms`, the window is read off its DP histogram (:func:`zoom_window`: post-processing); it needs a zoom
+    when the window is at most 1 / ``ZOOM_GAIN`` of the grid. Those columns get one more Gaussian count query each, at
+    ``sigma_for(n)`` for n of them: the budget held back for zooms (``ZOOM_RESERVE`` per column that may zoom) spent
+    on the ones that need it (none: the reserve is left unspent, at most a fifth of such a column's metadata budget).
+    That n depends on DP outputs: fully adaptive composition, which keeps the phase's total (:class:`Allocation`).
+    ``count_cells(col, edges)``: the exact cells of :func:`numeric_cells` on ``edges`` (a frame's or an engine's);
+    only the sub-bin cells get noise and are released (a row lies in at most one: L2 sensitivity 1). ``hists``
+    (column name -> its histogram at noise sd ``sigma``) is updated in place."""
+    windows = {}
+    for col in columns:
+        if zooms(col):
+            i, j = zoom_window(hists[col.name].counts, sigma)
+            if (j - i) * ZOOM_GAIN <= len(hists[col.name].counts):
+                windows[col.name] = (i, j)
+    if not windows:
+        return
+    zoom_sigma = sigma_for(len(windows))
+    for col in columns:
+        if col.name in windows:
+            hists[col.name] = release_zoom(hists[col.name], col, windows[col.name], count_cells, ledger, sigma,
+                                           zoom_sigma, rng)
+
+
+def release_zoom(hist: NumericHistogram, col: Column, window: tuple[int, int], count_cells, ledger, sigma: float,
+                 zoom_sigma: float, rng) -> NumericHistogram:
+    """One zoom (:func:`release_zooms`): the rows inside the grid bins ``window`` of ``hist`` (noise sd ``sigma``),
+    counted in sub-bins with noise sd ``zoom_sigma``. Sub-bins are one a value when the column holds whole numbers
+    and the window spans at most ``ZOOM_UNIT_SPAN`` of them with ``ZOOM_UNIT_SD`` noise sds of rows a value on average
+    (blood pressures are heaped at multiples of 10: bins of 4 values would smear each heap over its neighbours), else
+    ``GRID_BINS`` equal ones: the grid the window would get as public bounds. Many noisy cells cost little: decoding
+    smooths them (:func:`~dpsynth.marginals.domain.smooth_grid_counts`), and models measure their own marginals.
+
+    The result is ``hist`` with the window's bins replaced by the sub-bins (uneven edges). The window's total is
+    measured twice (its bins in ``hist``, its sub-bins here): the sub-bins are shifted, equally, so that they sum
+    to the inverse-variance mean of both, then clipped at 0 as every DP count is (post-processing)."""
+    edges, counts = np.asarray(hist.edges, float), np.asarray(hist.counts, float)
+    i, j = window
+    first = float(counts[i:j].sum())
+    lo, hi = float(edges[i]), float(edges[j])
+    unit = col.rounds and hi - lo <= ZOOM_UNIT_SPAN and first >= ZOOM_UNIT_SD * zoom_sigma * (hi - lo)
+    sub = zoom_edges(col, lo, hi, math.ceil(hi - lo) if unit else GRID_BINS)
+    full, part = zoom_grid(col, sub)
+    cells = np.asarray(count_cells(col, full))[part]
+    spend_metadata(ledger, zoom_sigma, f"zoom {col.name}", bins=len(cells), window=[_short(lo), _short(hi)])
+    noisy = gaussian_counts(cells, sigma=zoom_sigma, rng=rng)
+    var_first, var_zoom = (j - i) * sigma ** 2, len(noisy) * zoom_sigma ** 2
+    total = first if var_zoom == 0 and var_first == 0 else \
+        (first * var_zoom + float(noisy.sum()) * var_first) / (var_first + var_zoom)
+    fine = np.clip(noisy + (max(total, 0.0) - float(noisy.sum())) / len(noisy), 0, None)
+    return NumericHistogram(np.r_[edges[:i], sub, edges[j + 1 :]], np.r_[counts[:i], fine, counts[j:]],
+                            hist.special_counts, hist.missing)
+
+
+def _short(x) -> float:
+    return float(f"{float(x):.6g}")
 
 
 def numeric_counts(values: np.ndarray, edges: np.ndarray, specials: tuple[float, ...]) -> tuple[np.ndarray, list, int]:
@@ -428,15 +585,18 @@ def _missing_mass(noisy: float, sigma: float) -> float:
 def _public_schema_stats(data, schema: Schema, ledger, share, rng) -> DPMetadata:
     cells = {col.name: categorical_cells(data[col.name], col) if col.is_discrete
              else numeric_cells(data[col.name], col, public_grid(col)) for col in schema.columns}
-    return public_schema_release(len(data), cells, schema, ledger, share, rng)
+    return public_schema_release(len(data), cells, schema, ledger, share, rng,
+                                 count_cells=lambda col, edges: numeric_cells(data[col.name], col, edges))
 
 
-def public_schema_release(n_rows: int, cells: dict[str, np.ndarray], schema: Schema, ledger, share, rng
-                          ) -> DPMetadata:
+def public_schema_release(n_rows: int, cells: dict[str, np.ndarray], schema: Schema, ledger, share, rng, *,
+                          count_cells) -> DPMetadata:
     """The metadata phase with a public schema, from exact counts (a noisy row count, then each column's
-    histogram in schema order): the one place its noise is added, whether pandas or an SQL engine counted. The
-    same counts and seed give the same release."""
-    sigma = _sigma(ledger, len(schema) + 1, share)
+    histogram in schema order, then the zooms: :func:`release_zooms`): the one place its noise is added, whether
+    pandas or an SQL engine counted. ``count_cells(col, edges)``: the exact cells of :func:`numeric_cells`
+    on ``edges``, counted where the rows are (the zoom queries). The same counts and seed give the same release."""
+    n_zoomable = sum(map(zooms, schema.columns))
+    sigma = _sigma(ledger, len(schema) + 1, share, reserve=n_zoomable)
     spend_metadata(ledger, sigma, "row count")
     noisy_n = max(1.0, float(gaussian_counts(np.array([n_rows]), sigma=sigma, rng=rng)[0]))
     hists = {}
@@ -445,6 +605,7 @@ def public_schema_release(n_rows: int, cells: dict[str, np.ndarray], schema: Sch
             hists[col.name] = noisy_categorical_histogram(cells[col.name], col, ledger, sigma, rng)
         else:
             hists[col.name] = noisy_numeric_histogram(cells[col.name], col, public_grid(col), ledger, sigma, rng)
+    release_zooms(hists, schema.columns, count_cells, ledger, sigma, lambda n: _rest_sigma(ledger, n, share), rng)
     return DPMetadata(noisy_n, hists, non_private=ledger.non_private, sigma=sigma)
 
 
@@ -540,7 +701,8 @@ def discover(source, ledger: PrivacyLedger, share: float, rng) -> tuple[Schema, 
                                             alloc, plan, rng):
             pending[name] = "text"
     n_text = sum(kind == "text" for kind in pending.values())
-    sigma = alloc.stage_two(len(pending))
+    sigma = alloc.stage_two(len(pending), reserve=sum(isinstance(what, Column) and zooms(what)
+                                                      for what in pending.values()))
     selection_delta = ledger.target_delta / 4 / max(n_text, 1)
     threshold = selection_threshold(sigma, selection_delta)
     columns, hists = [], {}
@@ -563,6 +725,7 @@ def discover(source, ledger: PrivacyLedger, share: float, rng) -> tuple[Schema, 
             hists[col.name] = hist
     if not columns:
         raise InputError("DP discovery found no usable column; declare a schema.")
+    release_zooms(hists, columns, source.numeric_cells, alloc, sigma, alloc.stage_two, rng)
     excluded = tuple(str(name) for name in source.names if str(name) not in hists)
     return Schema(tuple(columns), provenance="dp", excluded=excluded), DPMetadata(n_rows, hists, sigma=sigma)
 

@@ -26,8 +26,10 @@ from dpsynth.data.discovery import (
     plan_for_ledger,
     profile_counts,
     public_grid,
+    release_zooms,
     select_categories,
     spend_metadata,
+    zooms,
 )
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
@@ -110,7 +112,7 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng) ->
         elif plan is None or profile_counts(str(name), *source.frequent_mass(name, plan.profile_cut), n_rows,
                                             alloc, plan, rng):
             pending[name] = None
-    sigma = alloc.stage_two(len(pending))
+    sigma = alloc.stage_two(len(pending), reserve=sum(col is not None and zooms(col) for col in pending.values()))
     n_text = sum(col is None for col in pending.values())
     selection_delta = ledger.target_delta / 4 / max(n_text, 1)
     threshold = selection_threshold(sigma, selection_delta)
@@ -133,6 +135,7 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng) ->
             hists[col.name] = hist
     if not columns:
         raise InputError("DP discovery found no usable column; declare a schema.")
+    release_zooms(hists, columns, source.number_cells, alloc, sigma, alloc.stage_two, rng)
     excluded = tuple(str(name) for name in source.names if str(name) not in hists)
     return Schema(tuple(columns), provenance="dp", excluded=excluded), DPMetadata(n_rows, hists, sigma=sigma)
 

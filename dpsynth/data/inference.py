@@ -17,9 +17,11 @@ Rules (documented, tested):
   ones); infinite values are errors;
 - a numeric column whose extremes are far from the bulk gets a warning (its bounds are kept): when the central 90%
   of its values spans at most 2 of the :data:`GRID_BINS` equal bins its bounds are cut into for DP histograms,
-  nearly every row would share one or two of them, inside which values are drawn without detail (Cardio's
-  ``ap_lo``, 70-100 for 90% of the rows inside [-70, 11000]: synthetic median 9 against the real 80). The owner
-  should write the range the column can really take (values outside the bounds are clipped);
+  nearly every row would share one or two of them (Cardio's ``ap_lo``, 70-100 for 90% of the rows inside
+  [-70, 11000]). Without a zoom (:func:`dpsynth.data.discovery.release_zooms`) values were drawn there without
+  detail (synthetic median 9 against the real 80); the zoom resolves them with a second, noisier query, and bounds
+  the column can really take resolve them with none. The owner should write that range (values outside the
+  bounds are clipped);
 - columns no model can represent are errors (:func:`~dpsynth.data.frame.check_column`): dates and times,
   complex numbers, lists, object columns mixing types (``True`` and ``1`` would merge into one category).
 
@@ -95,8 +97,8 @@ def _warn_crowded(col: Column, series: pd.Series) -> None:
     if high - low <= 2 * width:
         warnings.warn(f"Column '{col.name}': 90% of its values lie in [{low:g}, {high:g}], within 2 of the "
                       f"{GRID_BINS} equal bins DP histograms cut its bounds [{col.lower:g}, {col.upper:g}] into, so "
-                      "synthetic values there would be drawn without detail; write the range it can really take "
-                      "into the schema (values outside are clipped).", stacklevel=3)
+                      "the DP metadata must zoom into them with a second, noisier query; write the range it can "
+                      "really take into the schema (values outside are clipped).", stacklevel=3)
 
 
 def _dtype_name(series: pd.Series) -> str | None:

@@ -9,7 +9,8 @@ Each schema column becomes one attribute with a fixed number of cells (:class:`C
   noise, and merging them shrinks every marginal the column enters (Adult's native-country: 42 cells). Decoding
   draws a category of the shared cell in proportion to the DP counts. On Adult it measured worse (README);
 - a numeric column: up to ``max_bins`` bins, then one cell per special value, then a missing cell when nullable.
-  The bins are unions of the metadata histogram's bins (public grid or DP discovery, :mod:`dpsynth.data.discovery`),
+  The bins are unions of the metadata histogram's bins (public grid or DP discovery, :mod:`dpsynth.data.discovery`;
+  uneven where the metadata zoomed into a run of grid bins, :func:`dpsynth.data.discovery.release_zooms`),
   cut where the DP histogram's cumulative mass crosses ``k / max_bins``: equal-mass bins from DP counts (no exact
   quantile is ever read), so most of the resolution goes where the rows are. Small integer ranges keep their unit
   bins when they fit.
@@ -41,7 +42,8 @@ from dpsynth.data.schema import Schema
 from dpsynth.errors import InputError
 from dpsynth.marginals.graphical_model import draw_rows
 
-__all__ = ["ColumnCells", "Discretizer", "DEFAULT_MAX_BINS", "fine_slopes", "linear_inside", "smooth_fine_counts"]
+__all__ = ["ColumnCells", "Discretizer", "DEFAULT_MAX_BINS", "fine_slopes", "linear_inside", "smooth_fine_counts",
+           "smooth_grid_counts"]
 
 DEFAULT_MAX_BINS = 32
 
@@ -118,13 +120,17 @@ def _rare_cells(counts: np.ndarray, threshold: float) -> tuple[int, ...]:
 
 def _coarse_edges(edges: np.ndarray, weights: np.ndarray, max_bins: int) -> np.ndarray:
     """At most ``max_bins`` bins, each a union of consecutive fine bins, cut at equal steps of the DP mass (a
-    little uniform mass is mixed in so that a run of empty fine bins still gets a bin of its own eventually)."""
+    little mass uniform along the column's range is mixed in so that a run of empty fine bins still gets a bin of its
+    own eventually; along the range, not per fine bin, so that a zoom's many narrow sub-bins do not draw the
+    coarse bins away from the rest of the range)."""
     k = len(edges) - 1
     if k <= max_bins:
         return edges.copy()
+    widths = np.diff(edges)
+    uniform = widths / widths.sum() if widths.sum() > 0 else np.full(k, 1.0 / k)
     mass = np.clip(weights, 0, None)
-    mass = mass / mass.sum() if mass.sum() > 0 else np.full(k, 1.0 / k)
-    mass = 0.9 * mass + 0.1 / k
+    mass = mass / mass.sum() if mass.sum() > 0 else uniform
+    mass = 0.9 * mass + 0.1 * uniform
     cdf = np.cumsum(mass)
     cuts = np.searchsorted(cdf, np.arange(1, max_bins) / max_bins, side="left") + 1  # fine edge index after the bin
     inner = np.unique(np.clip(cuts, 1, k - 1))
@@ -169,8 +175,8 @@ class Discretizer:
             edges = _coarse_edges(np.asarray(hist.edges, float),
                                   np.clip(counts - 2.0 * float(metadata.sigma or 0.0), 0, None), max_bins)
             out.append(ColumnCells(col.name, "numeric", col.nullable, (), edges, np.asarray(hist.edges, float),
-                                   smooth_fine_counts(np.clip(counts, 0, None), sigma), tuple(col.special_values),
-                                   col.rounds))
+                                   smooth_grid_counts(np.asarray(hist.edges, float), np.clip(counts, 0, None), sigma),
+                                   tuple(col.special_values), col.rounds))
         return cls(out)
 
     @property
@@ -328,6 +334,16 @@ def smooth_fine_counts(counts: np.ndarray, sigma: float) -> np.ndarray:
         if risk < best_risk:
             best, best_risk = smoothed, risk
     return np.clip(best, 0.0, None)
+
+
+def smooth_grid_counts(edges: np.ndarray, counts: np.ndarray, sigma: float) -> np.ndarray:
+    """:func:`smooth_fine_counts` on each run of equal-width bins of ``edges`` separately: a zoomed histogram
+    (:func:`dpsynth.data.discovery.release_zoom`) has sub-bins 64 times narrower than the grid bins beside them,
+    and a kernel along the bin index must not average a wide bin's count into a narrow one's."""
+    widths = np.diff(edges)
+    breaks = np.flatnonzero(~np.isclose(widths[1:], widths[:-1], rtol=1e-6, atol=0.0)) + 1
+    parts = [smooth_fine_counts(part, sigma) for part in np.split(np.asarray(counts, float), breaks)]
+    return np.concatenate(parts) if parts else np.asarray(counts, float)
 
 
 def _kernel_matrix(n: int, bandwidth: float, reach: int) -> np.ndarray:

@@ -37,7 +37,7 @@ from dpsynth.data.schema import Column, Schema
 from dpsynth.errors import DPSynthError, InputError, SchemaError
 
 __all__ = ["SQLTable", "DuckDBTable", "SparkTable", "open_table", "is_table_source", "metadata_cell_sql",
-           "count_metadata_cells", "SQLColumns", "SQLTextColumns", "discovery_source",
+           "count_metadata_cells", "numeric_cell_counter", "SQLColumns", "SQLTextColumns", "discovery_source",
            "category_test", "NA_TOKENS", "local_spark_session", "engine_errors"]
 
 #: pandas.read_csv's default missing-value tokens (besides the empty field)
@@ -500,6 +500,15 @@ def count_metadata_cells(table: SQLTable, schema: Schema, edges: dict[str, np.nd
                               "it \"nullable\": true.")
         cells[col.name] = out
     return n_rows, cells
+
+
+def numeric_cell_counter(table: SQLTable):
+    """``count(col, edges)``: the exact cells of :func:`~dpsynth.data.discovery.numeric_cells` on ``edges``, counted
+    by the engine (the zoom queries of a public schema's metadata phase; the schema check has run)."""
+    def count(col: Column, edges) -> np.ndarray:
+        return _cell_array(table.code_counts(metadata_cell_sql(table, col, edges)),
+                           len(edges) - 1 + len(col.special_values) + 3)
+    return count
 
 
 def _cell_array(counts: dict[int, int], size: int) -> np.ndarray:

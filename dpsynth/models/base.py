@@ -247,7 +247,13 @@ class Synthesizer(ABC):
         query."""
         from dpsynth.data.discovery import discover, public_schema_release
         from dpsynth.data.discovery_text import discover_private_dtypes
-        from dpsynth.marginals.tables import SQLColumns, SQLTextColumns, count_metadata_cells, open_table
+        from dpsynth.marginals.tables import (
+            SQLColumns,
+            SQLTextColumns,
+            count_metadata_cells,
+            numeric_cell_counter,
+            open_table,
+        )
 
         table = open_table(source, getattr(self, "backend", ""))
         try:
@@ -261,7 +267,8 @@ class Synthesizer(ABC):
             else:
                 n_rows, cells = count_metadata_cells(table, schema)
                 self.schema_ = schema
-                self.metadata_ = public_schema_release(n_rows, cells, schema, self.ledger_, share, rng)
+                self.metadata_ = public_schema_release(n_rows, cells, schema, self.ledger_, share, rng,
+                                                      count_cells=numeric_cell_counter(table))
             if not self.ledger_.non_private:
                 warn_large_delta(float(self.ledger_.target_delta), self.metadata_.n_rows)
             self._fit_table(table, rng=rng, progress=progress)

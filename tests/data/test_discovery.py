@@ -84,19 +84,25 @@ def test_a_two_valued_text_column_stays_binary():
 
 def test_every_query_is_recorded_with_its_sigma_and_budget_share():
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({"x": rng.normal(50, 10, 20_000), "c": rng.choice(["u", "v"], 20_000),
+    df = pd.DataFrame({"x": rng.normal(50, 2, 20_000), "c": rng.choice(["u", "v"], 20_000),
                        "k": np.arange(20_000) % 5})
     ledger = _ledger()
-    resolve_schema(df, None, ledger=ledger, share=0.2, rng=rng)
+    resolve_schema(df, None, ledger=ledger, share=0.2, rng=rng)  # x: bounds 10 ... 100, its rows in 6 of 64 bins
     mechanisms = [e.mechanism for e in ledger.entries]
-    # stage 1 (row count, bounds, the text profile), then stage 2 (one histogram per column still in)
+    # stage 1 (row count, bounds, the text profile), stage 2 (one histogram per column still in), then the zoom of
+    # x (its 64 grid bins; k, on unit bins, needs none)
     assert mechanisms == ["row count", "DP bounds x", "profile c", "DP bounds k", "histogram x",
-                          "partition selection c", "histogram k"]
+                          "partition selection c", "histogram k", "zoom x"]
     sigma = ledger.entries[0].params["sigma"]
     by_name = {e.mechanism: e.params for e in ledger.entries}
     assert by_name["profile c"]["sigma"] == pytest.approx(2 * sigma)  # weight 1/4
-    assert all(e.params["sigma"] == pytest.approx(sigma, rel=2e-3) for e in ledger.entries if "profile" not in
-               e.mechanism)
+    stage_one = [e.params["sigma"] for e in ledger.entries[:4] if "profile" not in e.mechanism]
+    stage_two = [e.params["sigma"] for e in ledger.entries[4:7]]
+    assert stage_one == pytest.approx([sigma] * 3, rel=2e-3)
+    # the plan holds back a quarter-weight zoom for each numeric column; k (unit bins) cannot zoom, so stage 2 gets
+    # its part and x's zoom the quarter held back for x (twice the noise sd)
+    assert stage_two == pytest.approx([stage_two[0]] * 3, rel=2e-3) and stage_two[0] < sigma * (1 - 1e-2)
+    assert by_name["zoom x"]["sigma"] == pytest.approx(stage_two[0] * 2, rel=2e-2)
     # the phase alone is (0.2, delta/2)-DP for its Gaussians (exactly the budget: nothing was excluded), and the
     # selection delta is accounted
     gauss = epsilon_of([(e.event, e.count) for e in ledger.entries], 1e-5 / 2)
@@ -235,7 +241,13 @@ def test_public_schema_still_pays_for_its_histograms(adult_small, adult_schema):
     ledger = _ledger()
     schema, meta = resolve_schema(adult_small, adult_schema, ledger=ledger, share=0.1, rng=np.random.default_rng(0))
     assert schema is adult_schema
-    assert len(ledger.entries) == len(adult_schema) + 1
+    # the row count, one histogram per column, then a zoom for the columns on 64-bin grids whose DP mass needs one
+    may_zoom = {c.name for c in adult_schema.columns if c.is_numeric and c.upper - c.lower > 200}
+    assert may_zoom == {"fnlwgt", "capital-gain", "capital-loss"}
+    zoomed = [e.mechanism.removeprefix("zoom ") for e in ledger.entries[len(adult_schema) + 1:]]
+    assert [e.mechanism for e in ledger.entries[:len(adult_schema) + 1]] == \
+        ["row count"] + [f"histogram {name}" for name in adult_schema.names]
+    assert set(zoomed) <= may_zoom  # on this small sample, none: every bin's mass is a few noise sds
     assert 0 < ledger.epsilon() <= 0.1 + 1e-9
     assert set(meta.histograms) == set(adult_schema.names)
 
@@ -298,3 +310,92 @@ def test_separate_runs_of_decades_keep_their_mass():
         col = _numeric_bounds(spread, ledger, 100.0, rng)  # stage 1: bounds
         histogram_numeric(spread, col, public_grid(col), ledger, 100.0, rng)  # stage 2 reports the clipping
     assert col.lower == -1e10 and col.upper == 1e10
+
+
+def _blood_pressure(n=40_000, seed=0):
+    """Cardio's ap_lo in miniature: bounds stretched by typos (-70 ... 11,000), 98% of the values in 60 ... 100."""
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.normal(80, 9, n)).clip(40, 130)
+    typos = rng.random(n) < 0.02
+    values[typos] = rng.choice([1000.0, 1100.0, 8000.0, -70.0, 11_000.0], typos.sum())
+    from dpsynth.data.schema import Column, Schema
+
+    schema = Schema((Column("ap_lo", "integer", lower=-70, upper=11_000),))
+    return pd.DataFrame({"ap_lo": values.astype(int)}), schema
+
+
+def test_zoom_window_is_the_shortest_run_holding_the_mass():
+    from dpsynth.data.discovery import zoom_window
+
+    counts = np.zeros(64)
+    counts[[3, 4, 5]] = [100, 10_000, 300]
+    counts[60] = 400
+    assert zoom_window(counts, 0.0) == (4, 5)  # 10,000 of 10,800 = 93%: one bin
+    counts[5] = 1_000
+    assert zoom_window(counts, 0.0) == (4, 6)  # 10,000 of 11,500 = 87% < 90%: its heavier neighbour joins
+    # with noise sd 100, mass is what lies above 2 sds: 150 of clipped noise in every empty bin is none, and bin 4
+    # alone holds 9,800 of the 10,800 left (91%)
+    assert zoom_window(np.where(counts > 0, counts, 150.0), 100.0) == (4, 5)
+    assert zoom_window(np.zeros(8), 10.0) == (0, 8)  # nothing above the noise: the whole grid
+
+
+def test_zoom_resolves_a_spike_the_grid_put_in_one_bin():
+    """With the public bounds [-70, 11000], 64 grid bins are 173 wide and one holds 98% of the rows. The zoom
+    re-measures that bin in unit bins, so the decoded column keeps its median and spread (before the
+    zoom, values were drawn blind inside the bin: median 9 where the real one is 80). The phase stays within its
+    share, with one more query on the ledger."""
+    from dpsynth.marginals.domain import Discretizer
+
+    data, schema = _blood_pressure()
+    ledger = _ledger(1.0)
+    _, meta = resolve_schema(data, schema, ledger=ledger, share=0.1, rng=np.random.default_rng(1))
+    assert [e.mechanism for e in ledger.entries] == ["row count", "histogram ap_lo", "zoom ap_lo"]
+    assert ledger.epsilon() <= 0.1 + 1e-9
+    hist = meta.histograms["ap_lo"]
+    widths = np.diff(hist.edges)
+    lo, hi = ledger.entries[-1].params["window"]
+    inside = (hist.edges[:-1] >= lo) & (hist.edges[1:] <= hi)
+    assert lo <= 60 and hi >= 100 and widths[inside].max() <= 1  # one bin a value
+    bulk = (hist.edges[:-1] >= 54.5) & (hist.edges[1:] <= 105.5)  # where the rows are (empty cells: clipped noise)
+    assert hist.counts[bulk].sum() == pytest.approx(data["ap_lo"].between(55, 105).sum(), rel=0.02)
+    cells = Discretizer.build(schema, meta, max_bins=32)
+    codes = cells.encode(data)
+    decoded = cells.decode(codes, np.random.default_rng(2))["ap_lo"]
+    assert abs(decoded.median() - data["ap_lo"].median()) <= 2
+    assert abs(decoded.quantile(0.9) - data["ap_lo"].quantile(0.9)) <= 4
+    # the typos keep their grid bins (1.5% of the rows; they share coarse cells with the top of the bulk, so
+    # decoding gives them part of those cells)
+    assert 0.005 <= (decoded > 900).mean() <= 0.025
+
+
+def test_zoom_is_planned_in_dp_discovery_and_costs_no_extra_budget():
+    """Without a schema (public dtypes), a numeric column on a 64-bin grid gets its zoom in stage 2; the plan counts
+    one per numeric column, and the phase spends exactly its share."""
+    data, _ = _blood_pressure()
+    data["grade"] = np.where(data["ap_lo"] > 85, "high", "normal")
+    ledger = _ledger(1.0)
+    schema, meta = resolve_schema(data, None, ledger=ledger, share=0.1, rng=np.random.default_rng(0))
+    mechanisms = [e.mechanism for e in ledger.entries]
+    assert "zoom ap_lo" in mechanisms and mechanisms.index("zoom ap_lo") > mechanisms.index("histogram ap_lo")
+    gauss = epsilon_of([(e.event, e.count) for e in ledger.entries], 1e-5 / 2)  # the phase is (share eps, delta/2)
+    assert 0.1 * (1 - 3e-3) <= gauss <= 0.1 * (1 + 1e-9)
+    assert np.diff(meta.histograms["ap_lo"].edges).min() < np.diff(meta.histograms["ap_lo"].edges).max() / 8
+
+
+def test_the_zoom_query_has_sensitivity_one():
+    """Adding one row changes the released zoom cells (the sub-bins) by at most 1 in one cell, wherever the row lies:
+    in the window, beside it, on its edges, at a special value, out of range or missing."""
+    from dpsynth.data.discovery import numeric_cells, zoom_edges, zoom_grid
+    from dpsynth.data.schema import Column
+
+    col = Column("x", "mixed", nullable=True, lower=-70.0, upper=11_000.0, special_values=(0.0,), integer_valued=True)
+    base = pd.Series(np.r_[np.arange(60.0, 101.0), [0.0, 5000.0, np.nan]])
+    for lo, hi in [(102.97, 275.94), (-70.0, 102.97), (10_827.0, 11_000.0)]:
+        sub = zoom_edges(col, lo, hi, 64)
+        full, part = zoom_grid(col, sub)
+        before = numeric_cells(base, col, full)[part]
+        for row in [80.0, lo, hi, np.nextafter(hi, -np.inf), 0.0, -1e6, 1e6, np.nan, 5000.0, -70.0, 11_000.0]:
+            after = numeric_cells(pd.concat([base, pd.Series([row])], ignore_index=True), col, full)[part]
+            diff = after - before
+            assert diff.min() >= 0 and diff.sum() <= 1, (lo, hi, row)
+            assert diff.sum() == (lo <= row < hi or (row == hi == col.upper)) * (row != 0.0), (lo, hi, row)

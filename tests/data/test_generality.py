@@ -86,9 +86,10 @@ def test_the_pre_flight_plan_is_what_the_fit_uses():
     ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-5)
     resolve_schema(data, None, ledger=ledger, share=0.1, rng=rng)
     # every column is kept, so stage 2 spends the planned budget: weight-1 queries at the plan's sigma (to the
-    # calibration's 1e-3), the quarter-weight profile at twice it
+    # calibration's 1e-3), the quarter-weight profile and x's zoom (the quarter held back for it) at twice it
+    assert "zoom x" in [e.mechanism for e in ledger.entries]
     for e in ledger.entries:
-        expected = 2 * plan.sigma if e.mechanism.startswith("profile") else plan.sigma
+        expected = 2 * plan.sigma if e.mechanism.startswith(("profile", "zoom")) else plan.sigma
         assert e.params["sigma"] == pytest.approx(expected, rel=2e-3), e.mechanism
     threshold = next(e.params["threshold"] for e in ledger.entries if "partition selection" in e.mechanism)
     assert threshold == pytest.approx(plan.category_rows, rel=2e-3)
