@@ -81,6 +81,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from dpsynth.evaluation.unsupervised import decile_bins
+
 TARGET = "income"
 POSITIVE = ">50K"
 
@@ -136,9 +138,7 @@ def _discretise(real: pd.DataFrame, other: pd.DataFrame) -> tuple[pd.DataFrame, 
     a, b = {}, {}
     for c in real.columns:
         if pd.api.types.is_numeric_dtype(real[c]):
-            edges = np.unique(np.nanquantile(real[c].astype(float), np.linspace(0, 1, 11)))
-            cut = lambda s: np.where(s.isna(), -1, np.searchsorted(edges[1:-1], s.astype(float), side="right"))  # noqa: E731
-            a[c], b[c] = cut(real[c]), cut(pd.to_numeric(other[c], errors="coerce"))
+            a[c], b[c] = decile_bins(real[c], other[c], "numeric")
         else:
             a[c] = real[c].astype("object").fillna("?").astype(str).to_numpy()
             b[c] = other[c].astype("object").fillna("?").astype(str).to_numpy()

@@ -185,16 +185,12 @@ def similarity(real: pd.DataFrame, synth: pd.DataFrame, kinds: dict[str, str]) -
 
 
 def tvd2(real: pd.DataFrame, synth: pd.DataFrame, kinds: dict[str, str]) -> float:
-    def bins(col: str, s: pd.Series, edges) -> np.ndarray:
-        if kinds[col] == "categorical":
-            return _labels(s).to_numpy()
-        v = pd.to_numeric(s, errors="coerce").astype(float)
-        return np.where(v.isna(), -1, np.searchsorted(edges[col], v, side="right"))
+    from dpsynth.evaluation.unsupervised import decile_bins
 
-    edges = {c: np.unique(np.nanquantile(pd.to_numeric(real[c], errors="coerce").astype(float),
-                                         np.linspace(0.1, 0.9, 9))) for c in kinds if kinds[c] != "categorical"}
-    a = pd.DataFrame({c: bins(c, real[c], edges) for c in kinds})
-    b = pd.DataFrame({c: bins(c, synth[c], edges) for c in kinds})
+    codes = {c: (_labels(real[c]).to_numpy(), _labels(synth[c]).to_numpy()) if kinds[c] == "categorical"
+             else decile_bins(real[c], synth[c], "numeric") for c in kinds}
+    a = pd.DataFrame({c: codes[c][0] for c in kinds})
+    b = pd.DataFrame({c: codes[c][1] for c in kinds})
     out = []
     for pair in itertools.combinations(kinds, 2):
         p = a.groupby(list(pair)).size() / len(a)

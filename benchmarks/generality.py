@@ -48,6 +48,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpsynth.evaluation.unsupervised import decile_bins
+
 TABLES = ("loan", "king", "housing", "cardio", "wine", "breast_cancer", "digits", "fertility", "fair", "randhie",
           "cars", "seattle_weather", "airports")
 MODELS = ("marginals", "aim", "mst", "dp-tldm", "dp-auto-gan")
@@ -78,14 +80,7 @@ def _codes(real: pd.Series, other: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Bin codes of one column in both tables: real deciles for numbers, categories as text otherwise; missing
     values -1; synthetic categories the real column lacks share one code."""
     if pd.api.types.is_numeric_dtype(real.dtype):
-        x = real.astype(float).to_numpy()
-        y = pd.to_numeric(other, errors="coerce").astype(float).to_numpy()
-        edges = np.unique(np.nanquantile(x, np.linspace(0, 1, 11))) if np.isfinite(x).any() else np.array([0.0])
-
-        def cut(v):
-            return np.where(np.isnan(v), -1, np.searchsorted(edges[1:-1], v, side="right"))
-
-        return cut(x), cut(y)
+        return decile_bins(real, other, "numeric")
     r = [None if pd.isna(v) else str(v) for v in real]
     s = [None if pd.isna(v) else str(v) for v in other]
     cats = {c: i for i, c in enumerate(dict.fromkeys(v for v in r if v is not None))}

@@ -58,7 +58,7 @@ def accuracy(train: pd.DataFrame, test: pd.DataFrame) -> float:
 
 
 def bhattacharyya_mean(real: pd.DataFrame, synth: pd.DataFrame) -> float:
-    from dpsynth.evaluation.unsupervised import bhattacharyya
+    from dpsynth.evaluation.unsupervised import bhattacharyya, decile_bins
 
     out = []
     for c in real.columns:
@@ -67,10 +67,10 @@ def bhattacharyya_mean(real: pd.DataFrame, synth: pd.DataFrame) -> float:
             p = real[c].value_counts(normalize=True).reindex(cats, fill_value=0).to_numpy()
             q = synth[c].value_counts(normalize=True).reindex(cats, fill_value=0).to_numpy()
         else:
-            edges = np.unique(np.quantile(real[c], np.linspace(0, 1, 11)))
-            edges[0], edges[-1] = -np.inf, np.inf
-            p = np.histogram(real[c], edges)[0] / len(real)
-            q = np.histogram(synth[c].astype(float), edges)[0] / max(len(synth), 1)
+            a, b = decile_bins(real[c], synth[c], "numeric")
+            k = int(max(a.max(), b.max(initial=0))) + 1  # code -1 (a missing number) is in no bin
+            p = np.bincount(a[a >= 0], minlength=k) / len(real)
+            q = np.bincount(b[b >= 0], minlength=k) / max(len(synth), 1)
         out.append(bhattacharyya(p, q))
     return float(np.mean(out))
 

@@ -471,8 +471,9 @@ def release_zoom(hist: NumericHistogram, col: Column, window: tuple[int, int], c
     measured twice (its bins in ``hist``, its sub-bins here): the sub-bins are shifted, equally, so that they sum
     to the inverse-variance mean of both, then clipped at 0 as every DP count is (post-processing)."""
     edges, counts = np.asarray(hist.edges, float), np.asarray(hist.counts, float)
+    raw, sds = hist.bin_noise(sigma)
     i, j = window
-    first = float(counts[i:j].sum())
+    first = float(raw[i:j].sum())  # unclipped: clipped empty bins would over-count the window
     lo, hi = float(edges[i]), float(edges[j])
     unit = col.rounds and hi - lo <= ZOOM_UNIT_SPAN and first >= ZOOM_UNIT_SD * zoom_sigma * (hi - lo)
     sub = zoom_edges(col, lo, hi, math.ceil(hi - lo) if unit else GRID_BINS)
@@ -480,12 +481,15 @@ def release_zoom(hist: NumericHistogram, col: Column, window: tuple[int, int], c
     cells = np.asarray(count_cells(col, full))[part]
     spend_metadata(ledger, zoom_sigma, f"zoom {col.name}", bins=len(cells), window=[_short(lo), _short(hi)])
     noisy = gaussian_counts(cells, sigma=zoom_sigma, rng=rng)
-    var_first, var_zoom = (j - i) * sigma ** 2, len(noisy) * zoom_sigma ** 2
+    var_first, var_zoom = float(np.sum(sds[i:j] ** 2)), len(noisy) * zoom_sigma ** 2
     total = first if var_zoom == 0 and var_first == 0 else \
         (first * var_zoom + float(noisy.sum()) * var_first) / (var_first + var_zoom)
-    fine = np.clip(noisy + (max(total, 0.0) - float(noisy.sum())) / len(noisy), 0, None)
-    return NumericHistogram(np.r_[edges[:i], sub, edges[j + 1 :]], np.r_[counts[:i], fine, counts[j:]],
-                            hist.special_counts, hist.missing)
+    shifted = noisy + (total - float(noisy.sum())) / len(noisy)
+    # each sub-bin's sd: zoom_sigma, slightly over (the shift mixes in the window's first measurement)
+    return NumericHistogram(np.r_[edges[:i], sub, edges[j + 1 :]], np.r_[counts[:i], np.clip(shifted, 0, None),
+                                                                        counts[j:]],
+                            hist.special_counts, hist.missing, noisy=np.r_[raw[:i], shifted, raw[j:]],
+                            bin_sd=np.r_[sds[:i], np.full(len(shifted), float(zoom_sigma)), sds[j:]])
 
 
 def _short(x) -> float:
@@ -538,13 +542,19 @@ def noisy_numeric_histogram(cells: np.ndarray, col: Column, edges, ledger, sigma
     n_below, n_above = noisy[-2], noisy[-1]
     # out-of-range rows are clipped to the edge bins; a cell that does not clear 2 noise sd is read as empty, so
     # that a table inside its bounds (the usual case with a public schema) does not get twice the noise there
-    bins[0] += n_below if n_below > 2.0 * sigma else 0.0
-    bins[-1] += n_above if n_above > 2.0 * sigma else 0.0
+    sd = np.full(k, float(sigma))
+    if n_below > 2.0 * sigma:
+        bins[0] += n_below
+        sd[0] = math.hypot(sd[0], sigma)
+    if n_above > 2.0 * sigma:
+        bins[-1] += n_above
+        sd[-1] = math.hypot(sd[-1], sigma)
     special_counts = {s: max(0.0, float(c)) for s, c in zip(col.special_values, noisy[k : k + n_specials])}
     if warn and sigma > 0:
         _warn_clipped(col, n_below + n_above, sigma)
     return NumericHistogram(edges, np.clip(bins, 0, None), special_counts,
-                            _missing_mass(float(noisy[-3]), sigma) if col.nullable else 0.0)
+                            _missing_mass(float(noisy[-3]), sigma) if col.nullable else 0.0,
+                            noisy=bins if sigma > 0 else None, bin_sd=sd if sigma > 0 else None)
 
 
 def _warn_clipped(col: Column, noisy_out: float, sigma: float) -> None:
@@ -570,9 +580,10 @@ def categorical_cells(series: pd.Series, col: Column) -> np.ndarray:
 def noisy_categorical_histogram(cells: np.ndarray, col: Column, ledger, sigma, rng) -> CategoricalHistogram:
     """The Gaussian release of :func:`categorical_cells` (wherever they were counted)."""
     spend_metadata(ledger, sigma, f"histogram {col.name}", bins=len(col.categories) + 1)
-    noisy = np.clip(gaussian_counts(np.asarray(cells), sigma=sigma, rng=rng), 0, None)
-    return CategoricalHistogram(col.categories, noisy[:-1],
-                                _missing_mass(float(noisy[-1]), sigma) if col.nullable else 0.0)
+    noisy = gaussian_counts(np.asarray(cells), sigma=sigma, rng=rng)
+    return CategoricalHistogram(col.categories, np.clip(noisy[:-1], 0, None),
+                                _missing_mass(float(noisy[-1]), sigma) if col.nullable else 0.0,
+                                noisy=noisy[:-1] if sigma > 0 else None)
 
 
 def _missing_mass(noisy: float, sigma: float) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -31,7 +32,7 @@ from dpsynth.data.discovery import (
     spend_metadata,
     zooms,
 )
-from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
+from dpsynth.data.metadata import DPMetadata
 from dpsynth.data.schema import Column, Schema
 from dpsynth.data.text import parse_numbers
 from dpsynth.errors import InputError
@@ -123,13 +124,13 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng) ->
             edges = public_grid(col)
             hist = noisy_numeric_histogram(source.number_cells(col, edges), col, edges, alloc, sigma, rng)
             if hist.missing < floor:
-                hist = NumericHistogram(hist.edges, hist.counts, hist.special_counts, 0.0)
+                hist = replace(hist, missing=0.0)
         else:
             key_counts, missing = source.value_counts(name)
             col, hist = select_categories(str(name), key_counts, missing, n_rows, alloc, sigma, threshold,
                                           selection_delta, rng, nullable=True, dtype="str")
             if hist is not None:
-                hist = CategoricalHistogram(hist.categories, hist.counts, hist.missing if hist.missing >= floor else 0)
+                hist = replace(hist, missing=hist.missing if hist.missing >= floor else 0.0)
         if col is not None:
             columns.append(col)
             hists[col.name] = hist

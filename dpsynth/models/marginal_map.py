@@ -120,8 +120,8 @@ class MarginalMap:
                 continue
             # the DP row count less the missing and special cells: a far less noisy total than the sum of the bins
             total = metadata.n_rows - hist.missing - sum(hist.special_counts.values())
-            kept, edges = coarsened(np.asarray(hist.counts, dtype=float), np.asarray(hist.edges, dtype=float), sigma,
-                                    total)
+            kept, edges = coarsened(np.asarray(hist.counts, dtype=float), np.asarray(hist.edges, dtype=float),
+                                    hist.bin_noise(sigma)[1], total)
             # special values (0 of a mixed column) are point masses of the same CDF, at their DP counts (below 2
             # sigma: empty), so a model that collapsed onto the special value is spread back over the histogram
             specials = {float(v): (float(c) if c >= 2.0 * sigma else 0.0) for v, c in hist.special_counts.items()}
@@ -242,7 +242,7 @@ _CLEAR_SD = 2.0
 _KEPT_SHARE = 0.8
 
 
-def coarsened(counts: np.ndarray, edges: np.ndarray, sigma: float, total: float | None = None
+def coarsened(counts: np.ndarray, edges: np.ndarray, sigma: float | np.ndarray, total: float | None = None
               ) -> tuple[np.ndarray, np.ndarray]:
     """A noisy histogram made usable as a CDF (post-processing of DP counts): adjacent bins merged in blocks of
     ``w = 1, 2, 4, ...`` bins (noise sd ``sigma sqrt(w)`` per block, while the signal grows with ``w``) until the
@@ -250,9 +250,11 @@ def coarsened(counts: np.ndarray, edges: np.ndarray, sigma: float, total: float 
     histogram's mass; :class:`MarginalMap` passes the DP row count minus the missing and special cells); the
     others are empty. On a large table that is ``w = 1`` (the bins as measured); on a small one, unit bins of a
     few dozen rows each are all below the noise, and thresholding them one by one would leave nothing (the map was
-    then skipped and the model's own marginal kept, however far off). Returns (counts, edges) of the blocks."""
+    then skipped and the model's own marginal kept, however far off). ``sigma``: one noise sd, or one per bin (a
+    zoom's sub-bins are noisier). Returns (counts, edges) of the blocks."""
     counts = np.asarray(counts, dtype=float)
-    if sigma <= 0:
+    variances = np.broadcast_to(np.asarray(sigma, dtype=float), counts.shape) ** 2
+    if not np.any(variances > 0):
         return counts, edges
     if total is None:
         # the unclipped sum estimates the mass without bias (clipping would add ~0.4 sigma per empty bin), but its
@@ -263,7 +265,7 @@ def coarsened(counts: np.ndarray, edges: np.ndarray, sigma: float, total: float 
     while True:
         starts = np.arange(0, len(counts), width)
         blocks = np.add.reduceat(counts, starts)
-        kept = np.where(blocks >= _CLEAR_SD * sigma * np.sqrt(width), blocks, 0.0)
+        kept = np.where(blocks >= _CLEAR_SD * np.sqrt(np.add.reduceat(variances, starts)), blocks, 0.0)
         if kept.sum() >= _KEPT_SHARE * total or len(blocks) == 1:
             return np.clip(kept, 0.0, None), edges[np.r_[starts, len(counts)]]
         width *= 2

@@ -127,15 +127,22 @@ class _Phase:
 
 
 def _combine(old, new, sigma_old: float, sigma_new: float):
-    """Inverse-variance weighted average of two noisy histograms of the same cells."""
+    """Inverse-variance weighted average of two noisy histograms of the same cells, bin by bin (a zoom's sub-bins
+    in the metadata are noisier than its grid bins), of the unclipped counts where both have them, then clipped."""
     if sigma_new == 0 or sigma_old == 0:
         return new
     w_old, w_new = 1 / sigma_old**2, 1 / sigma_new**2
     a, b = w_old / (w_old + w_new), w_new / (w_old + w_new)
     if isinstance(new, CategoricalHistogram):
-        return CategoricalHistogram(new.categories, a * old.counts + b * new.counts, a * old.missing + b * new.missing)
+        mean = a * old.unclipped() + b * new.unclipped()
+        return CategoricalHistogram(new.categories, np.clip(mean, 0, None), a * old.missing + b * new.missing,
+                                    noisy=mean)
+    (y_old, sd_old), (y_new, sd_new) = old.bin_noise(sigma_old), new.bin_noise(sigma_new)
+    w_bin_old, w_bin_new = 1 / sd_old**2, 1 / sd_new**2
+    mean = (w_bin_old * y_old + w_bin_new * y_new) / (w_bin_old + w_bin_new)
     specials = {k: a * old.special_counts.get(k, 0.0) + b * v for k, v in new.special_counts.items()}
-    return NumericHistogram(new.edges, a * old.counts + b * new.counts, specials, a * old.missing + b * new.missing)
+    return NumericHistogram(new.edges, np.clip(mean, 0, None), specials, a * old.missing + b * new.missing,
+                            noisy=mean, bin_sd=1 / np.sqrt(w_bin_old + w_bin_new))
 
 
 def _probabilities(weights: np.ndarray) -> np.ndarray:

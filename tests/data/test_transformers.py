@@ -585,3 +585,16 @@ def test_transform_is_row_wise():
     full = tt.transform(df)
     parts = np.vstack([tt.transform(df.iloc[i : i + 7]) for i in range(0, 60, 7)])
     assert np.array_equal(full, parts)
+
+
+def test_denoising_uses_each_bins_own_noise_sd():
+    """Bins below 2 noise sds are read as empty; where the histogram records per-bin sds (a zoom's noisier
+    sub-bins), each bin is held to its own."""
+    from dpsynth.data.metadata import NumericHistogram
+    from dpsynth.data.transformers.table import _denoise
+
+    counts = np.array([5000.0, 300.0, 300.0])
+    plain = _denoise(NumericHistogram(np.arange(4.0), counts), 126.0)
+    np.testing.assert_array_equal(plain.counts, counts)
+    zoomed = _denoise(NumericHistogram(np.arange(4.0), counts, bin_sd=np.array([126.0, 126.0, 252.0])), 126.0)
+    np.testing.assert_array_equal(zoomed.counts, [5000.0, 300.0, 0.0])

@@ -249,6 +249,11 @@ def test_a_small_tables_histogram_is_merged_until_it_carries_the_shape():
     kept, merged = coarsened(big, edges, 126.0, total=45 * 5000.0)
     assert np.array_equal(merged, edges) and np.array_equal(kept, big)
     assert coarsened(truth, edges, 0.0)[0] is not None and np.array_equal(coarsened(truth, edges, 0.0)[1], edges)
+    # per-bin noise sds (a zoom's sub-bins are noisier): a bin of 300 rows clears 2 sds of 126 but not of 252
+    counts = np.r_[np.full(40, 5000.0), [300.0, 300.0], np.zeros(3)]
+    assert coarsened(counts, edges, 126.0)[0][40] == 300.0
+    kept, _ = coarsened(counts, edges, np.r_[np.full(40, 126.0), np.full(5, 252.0)], total=counts.sum())
+    assert kept[40] == 0.0 and kept[:40].sum() == 40 * 5000.0
 
 
 def test_a_minority_category_survives_when_few_slots_cannot_add_much_noise():

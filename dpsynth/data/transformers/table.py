@@ -278,7 +278,8 @@ class TableTransformer:
 
 
 def _denoise(hist, sigma: float):
-    """Zero numeric bins whose noisy count is below 2 sigma (post-processing of the DP histogram).
+    """Zero numeric bins whose noisy count is below 2 noise sds (``sigma``, or the bin's own where the histogram
+    records it: a zoom's sub-bins are noisier; post-processing of the DP histogram).
 
     Clipping noise at 0 leaves positive mass in every empty bin; a mixture fitted on it grows spurious tail
     modes. Bins below the floor are mostly empty ones; if no bin clears it (tiny data), the histogram is kept.
@@ -290,5 +291,5 @@ def _denoise(hist, sigma: float):
     if not isinstance(hist, NumericHistogram):
         return hist
     counts = np.asarray(hist.counts, dtype=float)
-    kept = np.where(counts >= 2.0 * sigma, counts, 0.0)
+    kept = np.where(counts >= 2.0 * hist.bin_noise(sigma)[1], counts, 0.0)
     return replace(hist, counts=kept) if kept.sum() > 0 else hist
