@@ -25,6 +25,11 @@ each round's refit stops early once an iteration lowers the loss by less than 1e
 offered as a coarse query, those bins merged into ``coarse_bins`` runs of neighbours (:class:`Query`); it is scored and
 measured like any marginal (its table has fewer cells, so less noise in total and a smaller noise allowance in the
 score; sensitivity 1) and enters the graphical model as a linear query of the clique's marginal.
+``coarse_categories`` (0 = the paper's AIM) does the same for a categorical column of more cells: the query keeps its
+``coarse_categories - 1`` cells of largest DP metadata count and merges the others into one (Adult's native-country:
+the United States, six more countries and the rest), so a wide column's link to the others can be measured at a
+noise allowance it affords, while the model keeps every category (unlike ``rare_cells``, which merges them in the
+domain and then draws them apart from every other column).
 
 Workload: every pair of attributes (default), or, with ``target`` (a column name; ``target="auto"`` takes the
 schema's declared target), every triple that contains the target - the workload the paper uses when one column is
@@ -69,21 +74,22 @@ class AIM(SelectMeasureGenerate):
     ``target``: None (all 2-way marginals), a column name or "auto" (all 3-way marginals containing it);
     ``max_model_size``: megabytes of the graphical model (float64 cells) at the end; ``round_iterations`` /
     ``iterations``: mirror-descent steps per round / at the end; ``max_bins``: bins per numeric column;
-    ``backend``: "numpy", "duckdb" or "spark"; ``coarse_bins``: 0, or the bins of coarse queries (module
-    docstring); ``rare_cells``: 0 (one cell per category), or r > 0: categories whose DP metadata count is below r
-    noise sds share one cell (:mod:`dpsynth.marginals.domain`)."""
+    ``backend``: "numpy", "duckdb" or "spark"; ``coarse_bins`` / ``coarse_categories``: 0, or the bins / the
+    category groups of coarse queries (module docstring); ``rare_cells``: 0 (one cell per category), or r > 0:
+    categories whose DP metadata count is below r noise sds share one cell (:mod:`dpsynth.marginals.domain`)."""
 
     name = "aim"
     phases = ("metadata", PHASE)
     fast_params = {"round_iterations": 20, "iterations": 50, "max_model_size": 1.0}
-    zero_allowed = ("coarse_bins", "rare_cells")  # 0: no coarse queries; one cell per category
+    zero_allowed = ("coarse_bins", "coarse_categories", "rare_cells")  # 0: no coarse queries; a cell per category
 
     def __init__(self, *, target: str = "", max_model_size: float = 16.0, round_iterations: int = 100,
                  iterations: int = 1000, max_bins: int = DEFAULT_MAX_BINS, reuse_metadata: bool = True,
-                 backend: str = "numpy", coarse_bins: int = 0, rare_cells: float = 0.0):
+                 backend: str = "numpy", coarse_bins: int = 0, coarse_categories: int = 0, rare_cells: float = 0.0):
         self.rare_cells = rare_cells
         self.target = target
         self.coarse_bins = coarse_bins
+        self.coarse_categories = coarse_categories
         self.max_model_size = max_model_size
         self.round_iterations = round_iterations
         self.iterations = iterations
@@ -93,8 +99,9 @@ class AIM(SelectMeasureGenerate):
 
     def _check_params(self) -> None:
         super()._check_params()
-        if self.coarse_bins == 1:
-            raise InputError("hyper-parameter coarse_bins must be 0 (no coarse queries) or an integer >= 2. Found 1.")
+        for name in ("coarse_bins", "coarse_categories"):
+            if getattr(self, name) == 1:
+                raise InputError(f"hyper-parameter {name} must be 0 (no coarse queries) or an integer >= 2. Found 1.")
 
     # ------------------------------------------------------------------ workload
     def _workload(self) -> dict[tuple[int, ...], float]:
@@ -193,6 +200,7 @@ class AIM(SelectMeasureGenerate):
         self.model_, self.selected_ = model, [q.clique for q in selected]
         settings = {"mechanism": "aim", "rho": json_number(rho), "rounds": round_no, "workload": len(candidates),
                     "target": self.target or None, "max_bins": self.max_bins, "coarse_bins": self.coarse_bins,
+                    "coarse_categories": self.coarse_categories,
                     "selected": [q.labels(names) for q in selected],
                     "final_sigma": json_number(sigma), "model_cells": int(model.size()),
                     "epsilon_after": json_number(ledger.epsilon())}
@@ -210,7 +218,7 @@ class AIM(SelectMeasureGenerate):
         numeric column of more bins also as a coarse query (those bins merged into ``coarse_bins``), at the same
         weight: the workload's marginal seen at a resolution whose noise is spread over fewer cells."""
         queries = {Query(c): w for c, w in candidates.items()}
-        if self.coarse_bins >= 2:
+        if self.coarse_bins >= 2 or self.coarse_categories >= 2:
             for c, w in candidates.items():
                 groups = tuple(self._coarse_groups(a) for a in c)
                 if len(c) >= 2 and any(g is not None for g in groups):
@@ -218,21 +226,35 @@ class AIM(SelectMeasureGenerate):
         return queries
 
     def _coarse_groups(self, attribute: int) -> tuple[int, ...] | None:
-        """A numeric column's cells merged: its bins into ``coarse_bins`` runs of neighbours (equal counts of the
-        equal-DP-mass bins), its special-value and missing cells kept; None for other columns."""
+        """An attribute's cells merged, or None to keep them. A numeric column of more than ``coarse_bins`` bins:
+        its bins into ``coarse_bins`` runs of neighbours (equal counts of the equal-DP-mass bins). A categorical
+        column of more than ``coarse_categories`` cells: the ``coarse_categories - 1`` cells of largest DP metadata
+        count kept (in their order), the others merged into one. Special-value and missing cells are kept."""
         cells = self.discretizer_.columns[attribute]
-        if cells.kind != "numeric" or cells.n_bins <= self.coarse_bins:
+        if cells.kind == "numeric":
+            if not self.coarse_bins or cells.n_bins <= self.coarse_bins:
+                return None
+            bins = [b * self.coarse_bins // cells.n_bins for b in range(cells.n_bins)]
+            rest = range(self.coarse_bins, self.coarse_bins + cells.size - cells.n_bins)
+            return tuple(bins) + tuple(rest)
+        k, n = self.coarse_categories, cells.n_category_cells
+        if not k or n <= k:
             return None
-        bins = [b * self.coarse_bins // cells.n_bins for b in range(cells.n_bins)]
-        rest = range(self.coarse_bins, self.coarse_bins + cells.size - cells.n_bins)
-        return tuple(bins) + tuple(rest)
+        # a choice made from the DP metadata counts (post-processing): which categories are frequent enough to keep
+        counts = np.bincount(cells.cell_of_category(), weights=cells.fine_weights, minlength=n)
+        kept = np.zeros(n, dtype=bool)
+        kept[np.argsort(-counts, kind="stable")[:k - 1]] = True
+        body = np.where(kept, np.cumsum(kept) - 1, k - 1)
+        return tuple(int(b) for b in body) + tuple(range(k, k + cells.size - n))
 
     def _measure(self, query: Query, sigma: float, rng: np.random.Generator) -> Measurement:
         """A Gaussian measurement of the query's (coarse) table: sensitivity 1, as for any count table."""
         names = list(self.discretizer_.names)
         for a, g in zip(query.clique, query.groups or ()):
             if g is not None:
-                names[a] = f"{names[a]} ({self.coarse_bins} bins)"
+                coarse = self.discretizer_.columns[a].kind == "numeric"
+                names[a] = f"{names[a]} ({self.coarse_bins} bins)" if coarse else \
+                    f"{names[a]} ({self.coarse_categories} groups)"
         m = measure(_CoarseCounts(self._counts, query), query.clique, sigma, ledger=self.ledger_, phase=PHASE,
                     names=names, rng=rng)
         return Measurement(m.clique, m.y, m.sigma, query.group_arrays())

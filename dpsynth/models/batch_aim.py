@@ -49,10 +49,10 @@ class BatchAIM(AIM):
     def __init__(self, *, target: str = "auto", target_weight: float = 2.0, triples: str = "auto", batch: int = 4,
                  max_model_size: float = 16.0, round_iterations: int = 100, iterations: int = 1000,
                  max_bins: int = DEFAULT_MAX_BINS, reuse_metadata: bool = True, backend: str = "numpy",
-                 coarse_bins: int = 0, rare_cells: float = 0.0):
+                 coarse_bins: int = 0, coarse_categories: int = 0, rare_cells: float = 0.0):
         super().__init__(target=target, max_model_size=max_model_size, round_iterations=round_iterations,
                          iterations=iterations, max_bins=max_bins, reuse_metadata=reuse_metadata, backend=backend,
-                         coarse_bins=coarse_bins, rare_cells=rare_cells)
+                         coarse_bins=coarse_bins, coarse_categories=coarse_categories, rare_cells=rare_cells)
         self.target_weight = target_weight
         # true / false (the older boolean form, and what ``--param triples=true`` parses to) are "on" / "off"
         self.triples = ("on" if triples else "off") if isinstance(triples, bool) else triples

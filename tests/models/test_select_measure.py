@@ -17,6 +17,7 @@ from dpsynth.marginals.backends import NumPyBackend
 from dpsynth.marginals.domain import Discretizer
 from dpsynth.marginals.mechanisms import exponential_rho, gaussian_rho, measure, select, zcdp_budget
 from dpsynth.models.aim import AIM
+from dpsynth.models.batch_aim import BatchAIM
 from dpsynth.models.marginals import Marginals
 from dpsynth.models.mst import MST
 from dpsynth.privacy.accounting import epsilon_of
@@ -242,6 +243,53 @@ def test_coarse_queries_merge_numeric_bins_and_are_measured_at_sensitivity_one(a
                 if a.endswith("(4 bins)") else sizes[names.index(a)] for a in attrs]
         assert e.params["cells"] == math.prod(dims)
     assert model.ledger_.epsilon() <= 2.0 + 1e-9
+
+
+@pytest.mark.parametrize("name", ["coarse_bins", "coarse_categories"])
+def test_coarse_queries_of_one_cell_are_refused(name):
+    from dpsynth.errors import InputError
+
+    with pytest.raises(InputError, match=f"hyper-parameter {name} must be 0"):
+        BatchAIM(**{name: 1}).check_params()
+    BatchAIM(**{name: 0}).check_params()
+    BatchAIM(**{name: 2}).check_params()
+
+
+def test_coarse_categories_keep_the_frequent_categories_by_their_dp_counts(adult, adult_schema):
+    """``coarse_categories=k``: a categorical column of more than k cells is also offered in coarse queries with its
+    k - 1 cells of largest DP metadata count kept (in their order) and the rest merged into one cell (missing kept
+    apart); the model keeps every category. A picked coarse query is measured as its coarse table at sensitivity 1."""
+    train = adult[0].sample(4000, random_state=3).reset_index(drop=True)
+    model = BatchAIM(coarse_categories=4, round_iterations=20, iterations=50, max_model_size=2.0)
+    model.fit(train, epsilon=2.0, delta=1e-5, schema=adult_schema, seed=1)
+    disc = model.discretizer_
+    wide = [j for j, c in enumerate(disc.columns) if c.kind == "categorical" and c.n_category_cells > 4]
+    narrow = [j for j, c in enumerate(disc.columns) if c.kind == "categorical" and c.n_category_cells <= 4]
+    assert wide and narrow and all(model._coarse_groups(j) is None for j in narrow)
+    assert all(model._coarse_groups(j) is None for j, c in enumerate(disc.columns) if c.kind == "numeric")
+    for j in wide:
+        cells, groups = disc.columns[j], np.asarray(model._coarse_groups(j))
+        n = cells.n_category_cells
+        assert len(groups) == cells.size == disc.sizes[j]
+        counts = np.asarray(model.metadata_.histograms[cells.name].counts, float)
+        top = set(np.argsort(-counts, kind="stable")[:3])
+        kept = [c for c in range(n) if groups[c] < 3]
+        assert set(kept) == top and list(groups[kept]) == [0, 1, 2]  # the 3 largest DP counts, in their order
+        assert all(groups[c] == 3 for c in range(n) if c not in top)
+        assert list(groups[n:]) == list(range(4, 4 + cells.size - n))  # the missing cell kept apart
+    queries = model._queries(model._candidates(model._workload()))
+    assert {q.clique for q in queries if q.groups is not None} == {
+        c for c in model._candidates(model._workload()) if len(c) >= 2 and set(c) & set(wide)}
+    measured = [e for e in model.ledger_.entries if "(4 groups)" in e.mechanism]
+    assert measured, "no coarse query was picked at epsilon 2"
+    for e in measured:
+        assert e.params["sensitivity"] == 1.0
+        attrs = [a.strip() for a in e.mechanism.removeprefix("measure ").split(" x ")]
+        dims = [4 + disc.sizes[disc.names.index(a[:-11])] - disc.columns[disc.names.index(a[:-11])].n_category_cells
+                if a.endswith("(4 groups)") else disc.sizes[disc.names.index(a)] for a in attrs]
+        assert e.params["cells"] == math.prod(dims)
+    assert model.ledger_.epsilon() <= 2.0 + 1e-9
+    assert set(model.sample(n=2000, seed=0)["native-country"].unique()) > {"United-States", "Mexico"}
 
 
 # ---------------------------------------------------------------------------------------------- backends
