@@ -94,7 +94,7 @@ from dp_accounting import dp_event
 from scipy.stats import norm
 
 from dpsynth.data.frame import categorical_codes, check_frame
-from dpsynth.data.inference import GRID_BINS, ID_LIKE_RATIO, UNIT_GRID_SPAN, infer_schema
+from dpsynth.data.inference import GRID_BINS, ID_LIKE_RATIO, infer_schema, unit_grid
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
 from dpsynth.data.text import DTYPE_MODES, infer_text_dtypes, parse_numbers
@@ -311,11 +311,7 @@ class Allocation:
         ``ZOOM_RESERVE`` for each of ``reserve`` zooms (the zoom stage calls it again: ``reserve=0`` spends all)."""
         if self.plan is None or n_queries == 0:
             return 0.0 if self.plan is None else self.plan.sigma
-        spent = [(e.event, e.count) for e in self.ledger.entries if e.phase == PHASE]
-        return calibrate_noise(target_epsilon=self.share * self.ledger.target_epsilon,
-                               delta=self.ledger.target_delta / 2, sample_rate=1.0,
-                               weights=((1.0, n_queries), (ZOOM_RESERVE, reserve)), prior=spent, accountant="best",
-                               rtol=1e-3)
+        return _rest_sigma(self.ledger, n_queries, self.share, reserve)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -330,13 +326,15 @@ def _sigma(ledger: PrivacyLedger, n_queries: int, share: float, reserve: int = 0
                            rtol=1e-3)
 
 
-def _rest_sigma(ledger: PrivacyLedger, n_queries: int, share: float) -> float:
-    """The sigma of ``n_queries`` more weight-1 queries that spends what is left of the phase's budget."""
+def _rest_sigma(ledger: PrivacyLedger, n_queries: int, share: float, reserve: int = 0) -> float:
+    """The sigma of ``n_queries`` more weight-1 queries that spends what is left of the phase's budget after the
+    phase's recorded events, less ``ZOOM_RESERVE`` for each of ``reserve`` zooms."""
     if ledger.non_private:
         return 0.0
     spent = [(e.event, e.count) for e in ledger.entries if e.phase == PHASE]
     return calibrate_noise(target_epsilon=share * ledger.target_epsilon, delta=ledger.target_delta / 2,
-                           sample_rate=1.0, steps=n_queries, prior=spent, accountant="best", rtol=1e-3)
+                           sample_rate=1.0, weights=((1.0, n_queries), (ZOOM_RESERVE, reserve)), prior=spent,
+                           accountant="best", rtol=1e-3)
 
 
 def spend_metadata(ledger: PrivacyLedger, sigma: float, mechanism: str, extra_delta: float = 0.0, **params) -> None:
@@ -356,13 +354,9 @@ def public_grid(col: Column) -> np.ndarray:
     """Bin edges inside public bounds: unit bins for small integer ranges, else 64 equal bins."""
     if col.lower == col.upper:
         return np.array([col.lower, col.upper])
-    if _unit_grid(col):
+    if unit_grid(col):
         return np.arange(col.lower - 0.5, col.upper + 1.0, 1.0)
     return np.linspace(col.lower, col.upper, GRID_BINS + 1)
-
-
-def _unit_grid(col: Column) -> bool:
-    return col.rounds and col.upper - col.lower <= UNIT_GRID_SPAN
 
 
 # ---------------------------------------------------------------------------------------------- zoom
@@ -383,7 +377,7 @@ ZOOM_RESERVE = 0.25
 def zooms(col: Column) -> bool:
     """Whether a numeric column may get a zoom (:func:`release_zooms`): one on the 64 equal bins of the public grid
     (a unit grid is already as fine as its values). Public structure, so the reserve is fixed before any query."""
-    return not col.is_discrete and col.lower < col.upper and not _unit_grid(col)
+    return not col.is_discrete and col.lower < col.upper and not unit_grid(col)
 
 
 def zoom_window(counts: np.ndarray, sigma: float) -> tuple[int, int]:

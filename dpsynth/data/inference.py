@@ -40,7 +40,8 @@ from dpsynth.data.frame import check_column, check_frame
 from dpsynth.data.schema import DTYPES, Column, Schema
 from dpsynth.errors import InputError
 
-__all__ = ["infer_schema", "infer_column", "ID_LIKE_RATIO", "SPECIAL_VALUE_SHARE", "GRID_BINS", "UNIT_GRID_SPAN"]
+__all__ = ["infer_schema", "infer_column", "unit_grid", "ID_LIKE_RATIO", "SPECIAL_VALUE_SHARE", "GRID_BINS",
+           "UNIT_GRID_SPAN"]
 
 ID_LIKE_RATIO = 0.5
 SPECIAL_VALUE_SHARE = 0.10
@@ -81,12 +82,18 @@ def infer_schema(df: pd.DataFrame, *, target: str | None = None, warn: bool = Tr
     return Schema(tuple(columns), target=target, provenance="inferred", excluded=tuple(excluded))
 
 
+def unit_grid(col: Column) -> bool:
+    """Whether a numeric column's DP histograms take one bin per value: whole numbers over at most
+    ``UNIT_GRID_SPAN`` of them (public structure: the schema's bounds and rounding)."""
+    return bool(col.rounds) and col.upper - col.lower <= UNIT_GRID_SPAN
+
+
 def _warn_crowded(col: Column, series: pd.Series) -> None:
     """The warning for bounds stretched by a few extreme values (module docstring); reads the exact values, as the
     rest of this module does: it speaks to the data owner, never in a DP fit."""
     if col.is_discrete or col.lower is None or col.upper is None or col.upper <= col.lower:
         return
-    if col.rounds and col.upper - col.lower <= UNIT_GRID_SPAN:
+    if unit_grid(col):
         return  # one bin per value
     values = pd.to_numeric(series, errors="coerce").dropna().to_numpy(dtype=float)
     values = values[~np.isin(values, col.special_values)]
