@@ -300,6 +300,8 @@ needs_proc = pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason=
 
 
 @needs_proc
+@pytest.mark.slow(reason="about 25 s: a driver and its worker processes started, killed and resumed")
+@pytest.mark.ci
 def test_a_driver_killed_with_sigkill_resumes_without_losing_or_repeating_runs(tmp_path):
     driver, spec, results = _start_driver(tmp_path, "models: [marginals]\ndatasets: [wine]\nseeds: [0, 1, 2, 3]",
                                           wait_for_done=True)
