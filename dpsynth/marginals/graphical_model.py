@@ -166,6 +166,55 @@ def _sum_to(table: np.ndarray, attrs: Clique, keep: Clique, log: bool = False) -
     return np.log(np.exp(table - top).sum(axis=axes)) + np.squeeze(top, axis=axes)
 
 
+def _shared_axis(attrs: Clique, subsets: Sequence[Clique], sizes: Sequence[int]) -> int | None:
+    """The attribute of ``attrs`` that the most ``subsets`` lack (the larger on ties), when at least two lack it:
+    summing it out once serves them all from a table ``sizes[a]`` times smaller (None: no such attribute)."""
+    if len(attrs) < 2:
+        return None
+    best = max(attrs, key=lambda a: (sum(a not in c for c in subsets), sizes[a]))
+    return best if sum(best not in c for c in subsets) >= 2 else None
+
+
+def _marginals_of(table: np.ndarray, attrs: Clique, wanted: Sequence[Clique], sizes: Sequence[int],
+                  out: dict[Clique, np.ndarray]) -> None:
+    """``out[c]``: ``table`` (over ``attrs``) summed to each attribute set ``c`` of ``wanted`` (subsets of
+    ``attrs``). Subsets that lack a common attribute are summed from one table without it (recursively), so a big
+    clique is read about once per such group instead of once per subset: estimation reads every measured marginal
+    from its clique every step (a 2-million-cell Cardio model: two thirds of a step's time went to those sums)."""
+    rest = []
+    for c in wanted:
+        if c == attrs:
+            out[c] = table
+        else:
+            rest.append(c)
+    while rest:
+        a = _shared_axis(attrs, rest, sizes)
+        if a is None:
+            for c in rest:
+                out[c] = _sum_to(table, attrs, c)
+            return
+        sub = tuple(x for x in attrs if x != a)
+        _marginals_of(_sum_to(table, attrs, sub), sub, [c for c in rest if a not in c], sizes, out)
+        rest = [c for c in rest if a in c]
+
+
+def _table_of(attrs: Clique, parts: Sequence[tuple[Clique, np.ndarray]], sizes: Sequence[int]) -> np.ndarray:
+    """The sum of ``parts`` (tables over subsets of ``attrs``) broadcast over ``attrs``: the transpose of
+    :func:`_marginals_of`, parts that lack a common attribute added up in a table without it first."""
+    out = np.zeros([sizes[a] for a in attrs])
+    rest = list(parts)
+    while rest:
+        a = _shared_axis(attrs, [c for c, _ in rest], sizes)
+        if a is None:
+            for c, t in rest:
+                out += _expand(t, c, attrs, sizes)
+            break
+        sub = tuple(x for x in attrs if x != a)
+        out += _expand(_table_of(sub, [(c, t) for c, t in rest if a not in c], sizes), sub, attrs, sizes)
+        rest = [(c, t) for c, t in rest if a in c]
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- the model
 class MarkovRandomField:
     """Potentials on the maximal cliques of a junction tree over attributes of the given ``sizes``; ``total``
@@ -188,12 +237,13 @@ class MarkovRandomField:
 
     def _assemble(self) -> None:
         """Clique potentials from ``theta``: each attribute set's table added to the smallest clique holding it."""
-        self.potentials = [np.zeros([self.sizes[a] for a in c]) for c in self.cliques]
+        parts: list[list[tuple[Clique, np.ndarray]]] = [[] for _ in self.cliques]
         for c, t in self.theta.items():
             k = self.home(c)
             if k is None:
                 raise InputError(f"attribute set {c} is not in the model; build it with that clique.")
-            self.potentials[k] = self.potentials[k] + _expand(t, c, self.cliques[k], self.sizes)
+            parts[k].append((c, t))
+        self.potentials = [_table_of(c, p, self.sizes) for c, p in zip(self.cliques, parts)]
 
     @classmethod
     def from_marginals(cls, sizes: Sequence[int], cliques: Sequence[Clique], edges: Sequence[tuple[int, int]],
@@ -220,6 +270,7 @@ class MarkovRandomField:
 
     # ------------------------------------------------------------------ structure helpers
     def _traversal(self) -> tuple[list[int], dict[int, int]]:
+        self._homes: dict[Clique, int | None] = {}  # home() of each attribute set asked for (the cliques are fixed)
         tree = nx.Graph()
         tree.add_nodes_from(range(len(self.cliques)))
         tree.add_edges_from(self.edges)
@@ -232,10 +283,14 @@ class MarkovRandomField:
 
     def home(self, clique: Clique) -> int | None:
         """Index of the smallest maximal clique containing ``clique`` (None if none does)."""
+        clique = tuple(clique)
+        if clique in self._homes:
+            return self._homes[clique]
         best = None
         for k, c in enumerate(self.cliques):
             if set(clique) <= set(c) and (best is None or len(c) < len(self.cliques[best])):
                 best = k
+        self._homes[clique] = best
         return best
 
     def size(self) -> int:
@@ -248,21 +303,19 @@ class MarkovRandomField:
         for child, par in self._parent.items():
             children[par].append(child)
         up: dict[int, np.ndarray] = {}  # message child -> parent, over their separator (log)
+        beliefs: dict[int, np.ndarray] = {}  # potential + children's messages, then + the parent's (fresh arrays)
         for k in reversed(self._order):
             belief = self.potentials[k].copy()
             for ch in children[k]:
-                belief = belief + _expand(up[ch], self._separator(ch, k), self.cliques[k], self.sizes)
+                belief += _expand(up[ch], self._separator(ch, k), self.cliques[k], self.sizes)
+            beliefs[k] = belief
             if k in self._parent:
                 up[k] = _sum_to(belief, self.cliques[k], self._separator(k, self._parent[k]), log=True)
         down: dict[int, np.ndarray] = {}  # message parent -> child (log)
-        beliefs: dict[int, np.ndarray] = {}
         for k in self._order:
-            belief = self.potentials[k].copy()
-            for ch in children[k]:
-                belief = belief + _expand(up[ch], self._separator(ch, k), self.cliques[k], self.sizes)
+            belief = beliefs[k]  # the upward pass's sum, completed in place (estimation calibrates every step)
             if k in self._parent:
-                belief = belief + _expand(down[k], self._separator(k, self._parent[k]), self.cliques[k], self.sizes)
-            beliefs[k] = belief
+                belief += _expand(down[k], self._separator(k, self._parent[k]), self.cliques[k], self.sizes)
             for ch in children[k]:
                 sep = self._separator(ch, k)
                 without = belief - _expand(up[ch], sep, self.cliques[k], self.sizes)
@@ -330,11 +383,13 @@ class MarkovRandomField:
         and those marginals."""
         grads: dict[Clique, np.ndarray] = {}
         mus: dict[Clique, np.ndarray] = {}
+        by_home: dict[int, list[Clique]] = {}
+        for c in dict.fromkeys(m.clique for m in measurements):
+            by_home.setdefault(homes[c], []).append(c)
+        for k, wanted in by_home.items():
+            _marginals_of(self.marginals[k], self.cliques[k], wanted, self.sizes, mus)
         value = 0.0
         for m in measurements:
-            if m.clique not in mus:
-                k = homes[m.clique]
-                mus[m.clique] = _sum_to(self.marginals[k], self.cliques[k], m.clique)
             diff = m.coarsen(mus[m.clique]) - m.y
             value += 0.5 * float(np.sum(m.weight * diff ** 2))
             grads[m.clique] = grads.get(m.clique, 0.0) + m.spread(m.weight * diff)

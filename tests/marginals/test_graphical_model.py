@@ -277,3 +277,26 @@ def test_a_coarse_measurement_is_a_linear_query_the_estimate_meets():
     assert float(np.sum(m.coarsen(t) * c)) == pytest.approx(float(np.sum(t * m.spread(c))))
     with pytest.raises(InputError, match="coarse cell"):
         Measurement((0, 1), np.zeros((2, 4)), 1.0, groups=(groups, None))
+
+
+def test_grouped_marginal_sums_equal_direct_sums_and_their_transpose_equals_broadcast_sums():
+    """Estimation reads every measured subset of a clique through ``_marginals_of`` (subsets lacking a common
+    attribute summed from one smaller table) and builds potentials through ``_table_of``: both must equal the
+    plain per-subset sums and broadcasts they replace, for every subset of a 4-attribute clique."""
+    from dpsynth.marginals.graphical_model import _expand, _marginals_of, _sum_to, _table_of
+
+    rng = np.random.default_rng(11)
+    sizes = [3, 5, 2, 4, 6]
+    attrs = (0, 1, 3, 4)
+    table = rng.random([sizes[a] for a in attrs])
+    wanted = [c for r in range(1, 5) for c in itertools.combinations(attrs, r)]
+    out: dict = {}
+    _marginals_of(table, attrs, wanted, sizes, out)
+    assert set(out) == set(wanted)
+    for c in wanted:
+        np.testing.assert_allclose(out[c], _sum_to(table, attrs, c), rtol=1e-12)
+    parts = [(c, rng.normal(size=[sizes[a] for a in c])) for c in wanted]
+    direct = np.zeros([sizes[a] for a in attrs])
+    for c, t in parts:
+        direct = direct + _expand(t, c, attrs, sizes)
+    np.testing.assert_allclose(_table_of(attrs, parts, sizes), direct, rtol=1e-10, atol=1e-12)
