@@ -14,7 +14,10 @@ count tables) and the DP row count, so everything here is post-processing.
 - **Estimation.** The potentials minimise ``sum_m ||mu_m - y_m||^2 / (2 sigma_m^2)`` over the measured cliques m
   (the Gaussian log-likelihood of the measurements; ``sigma_m`` may differ per cell) by entropic mirror descent on
   the potentials with a backtracking (Armijo) step: the algorithm of Private-PGM, whose fixed points are the
-  maximum-entropy distribution among those closest to the measurements.
+  maximum-entropy distribution among those closest to the measurements. An accelerated method (``method=
+  "accelerated"``) gets much closer to that optimum in the same steps, but on Adult the closer fit followed the
+  noise (2-way TVD 0.0202 -> 0.0206): mirror descent from the maximum-entropy start, stopped early, regularises, and
+  the models use it.
 - **Sampling.** Ancestral sampling down the tree: the root clique's cells are drawn from its marginal, then each
   clique's new attributes from their conditional given the separator already drawn. Each row is an exact draw from
   the model and rows are exchangeable: no row ordering within groups, which would link columns that the model does
@@ -42,6 +45,7 @@ from dpsynth.errors import InputError
 __all__ = ["Measurement", "junction_tree", "tree_size", "MarkovRandomField", "draw_rows", "merge_cells"]
 
 Clique = tuple[int, ...]
+_WINDOW = 50  # steps over which the accelerated method's progress is judged for its stopping rule
 
 
 @dataclass(frozen=True)
@@ -257,15 +261,8 @@ class MarkovRandomField:
             if m.shape != tuple(self.sizes[a] for a in c):
                 raise InputError(f"stored marginal of clique {c} has shape {m.shape}.")
         self._order, self._parent = self._traversal()
-        self.marginals = [np.asarray(m, dtype=float) for m in marginals]
         self.theta = {}  # a stored model is sampled, not refitted
-        self.potentials = []
-        for k, (c, m) in enumerate(zip(self.cliques, self.marginals)):
-            log_m = np.log(np.maximum(m, 1e-300))
-            if k in self._parent:
-                sep = self._separator(k, self._parent[k])
-                log_m = log_m - _expand(np.log(np.maximum(_sum_to(m, c, sep), 1e-300)), sep, c, self.sizes)
-            self.potentials.append(log_m)
+        self._set_marginals(marginals)
         return self
 
     # ------------------------------------------------------------------ structure helpers
@@ -298,34 +295,61 @@ class MarkovRandomField:
 
     # ------------------------------------------------------------------ inference
     def calibrate(self) -> list[np.ndarray]:
-        """Every maximal clique's marginal (counts summing to ``total``), by two passes of message passing."""
+        """Every maximal clique's marginal (counts summing to ``total``), by two passes of message passing.
+
+        Each clique's table is exponentiated once, on the way up; the way down multiplies it by the parent's message
+        (a separator-sized exp) and reads every message to a child from one separator sum of that table, since a
+        child's own upward message is constant along the axes summed out:
+        ``logsumexp(belief - up) = logsumexp(belief) - up``. Where a shifted table or a separator slice underflows,
+        the sums are redone from the log tables, so the result is exact wherever the old per-child log-sum-exp was."""
         children: dict[int, list[int]] = {k: [] for k in range(len(self.cliques))}
         for child, par in self._parent.items():
             children[par].append(child)
         up: dict[int, np.ndarray] = {}  # message child -> parent, over their separator (log)
-        beliefs: dict[int, np.ndarray] = {}  # potential + children's messages, then + the parent's (fresh arrays)
+        # per clique: log(potential x children's messages), its exp shifted by ``top``, and ``top``
+        upward: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
         for k in reversed(self._order):
             belief = self.potentials[k].copy()
             for ch in children[k]:
                 belief += _expand(up[ch], self._separator(ch, k), self.cliques[k], self.sizes)
-            beliefs[k] = belief
+            top = float(belief.max())
+            shifted = np.exp(belief - top)
+            upward[k] = (belief, shifted, top)
             if k in self._parent:
-                up[k] = _sum_to(belief, self.cliques[k], self._separator(k, self._parent[k]), log=True)
+                sep = self._separator(k, self._parent[k])
+                total = _sum_to(shifted, self.cliques[k], sep)
+                up[k] = np.log(total) + top if total.min() > 1e-280 else _sum_to(belief, self.cliques[k], sep, log=True)
         down: dict[int, np.ndarray] = {}  # message parent -> child (log)
+
+        def log_belief(k: int) -> np.ndarray:  # the whole log table, for the underflow fallbacks only
+            belief = upward[k][0]
+            if k not in self._parent:
+                return belief
+            return belief + _expand(down[k], self._separator(k, self._parent[k]), self.cliques[k], self.sizes)
+
+        self.marginals = [np.empty(0)] * len(self.cliques)
         for k in self._order:
-            belief = beliefs[k]  # the upward pass's sum, completed in place (estimation calibrates every step)
+            _, shifted, top = upward[k]
             if k in self._parent:
-                belief += _expand(down[k], self._separator(k, self._parent[k]), self.cliques[k], self.sizes)
-            for ch in children[k]:
-                sep = self._separator(ch, k)
-                without = belief - _expand(up[ch], sep, self.cliques[k], self.sizes)
-                down[ch] = _sum_to(without, self.cliques[k], sep, log=True)
-        self.marginals = []
-        for k in range(len(self.cliques)):
+                msg_top = float(down[k].max())
+                sep = self._separator(k, self._parent[k])
+                shifted *= _expand(np.exp(down[k] - msg_top), sep, self.cliques[k], self.sizes)
+                top += msg_top
+                if shifted.max() < 1e-250:  # the parent's message moved the mass where the table had underflowed
+                    full = log_belief(k)
+                    top = float(full.max())
+                    shifted = np.exp(full - top)
+            seps = [self._separator(ch, k) for ch in children[k]]
+            sums: dict[Clique, np.ndarray] = {}
+            _marginals_of(shifted, self.cliques[k], seps, self.sizes, sums)
+            for ch, sep in zip(children[k], seps):
+                total = sums[sep]
+                ours = np.log(total) + top if total.min() > 1e-280 else _sum_to(log_belief(k), self.cliques[k], sep,
+                                                                                  log=True)
+                down[ch] = ours - up[ch]
             # normalised in NumPy: scipy's logsumexp costs ~0.3 ms a call in overhead (scipy 1.17), which made it half
             # of an MST fit's time (46,000 calls)
-            e = np.exp(beliefs[k] - beliefs[k].max())
-            self.marginals.append(e * (self.total / e.sum()))
+            self.marginals[k] = shifted * (self.total / shifted.sum())
         return self.marginals
 
     def project(self, clique: Clique) -> np.ndarray:
@@ -377,52 +401,72 @@ class MarkovRandomField:
         return self.total * _sum_to(np.asarray(factor), attrs, clique)
 
     # ------------------------------------------------------------------ estimation
-    def _loss(self, measurements: Sequence[Measurement], homes: dict[Clique, int]
-              ) -> tuple[float, dict[Clique, np.ndarray], dict[Clique, np.ndarray]]:
-        """Gaussian negative log-likelihood of the measurements, its gradient on each measured clique's marginal,
-        and those marginals."""
-        grads: dict[Clique, np.ndarray] = {}
+    def _measured(self, tables: Sequence[np.ndarray], by_home: dict[int, list[Clique]]) -> dict[Clique, np.ndarray]:
+        """Each measured attribute set's marginal, summed from its home clique's table in ``tables``."""
         mus: dict[Clique, np.ndarray] = {}
-        by_home: dict[int, list[Clique]] = {}
-        for c in dict.fromkeys(m.clique for m in measurements):
-            by_home.setdefault(homes[c], []).append(c)
         for k, wanted in by_home.items():
-            _marginals_of(self.marginals[k], self.cliques[k], wanted, self.sizes, mus)
+            _marginals_of(tables[k], self.cliques[k], wanted, self.sizes, mus)
+        return mus
+
+    @staticmethod
+    def _gaussian_loss(measurements: Sequence[Measurement], mus: dict[Clique, np.ndarray]
+                       ) -> tuple[float, dict[Clique, np.ndarray]]:
+        """Gaussian negative log-likelihood of the measurements given the measured marginals ``mus``, and its
+        gradient on each measured attribute set's marginal."""
+        grads: dict[Clique, np.ndarray] = {}
         value = 0.0
         for m in measurements:
             diff = m.coarsen(mus[m.clique]) - m.y
             value += 0.5 * float(np.sum(m.weight * diff ** 2))
             grads[m.clique] = grads.get(m.clique, 0.0) + m.spread(m.weight * diff)
-        return value, grads, mus
+        return value, grads
 
-    def estimate(self, measurements: Sequence[Measurement], iterations: int = 500, *, tol: float = 1e-7,
-                 callback=None) -> float:
-        """Fit the potentials to ``measurements`` by mirror descent (warm start from the current ``theta``); returns
-        the final loss. Every measured clique must lie in one of the model's cliques. The parameters are one
-        log-potential per measured attribute set (``theta``), so a larger model can start from a smaller one's."""
-        homes = {}
+    def _prepare(self, measurements: Sequence[Measurement]) -> dict[int, list[Clique]]:
+        """Check the measurements against the model, give each measured attribute set a log-potential, and group
+        the sets by home clique."""
+        by_home: dict[int, list[Clique]] = {}
         for m in measurements:
             k = self.home(m.clique)
             if k is None:
                 raise InputError(f"clique {m.clique} is not in the model; build it with that clique.")
-            homes[m.clique] = k
             if m.groups is not None and any(g is not None and len(g) != self.sizes[a]
                                             for a, g in zip(m.clique, m.groups)):
                 raise InputError(f"the groups of the measurement of {m.clique} do not match its attributes' sizes.")
+            if m.clique not in by_home.setdefault(k, []):
+                by_home[k].append(m.clique)
             self.theta.setdefault(m.clique, np.zeros([self.sizes[a] for a in m.clique]))
+        return by_home
+
+    def estimate(self, measurements: Sequence[Measurement], iterations: int = 500, *, tol: float = 1e-7,
+                 callback=None, method: str = "mirror") -> float:
+        """Fit the model to ``measurements`` (warm start from the current ``theta``); returns the final loss. Every
+        measured clique must lie in one of the model's cliques. The parameters are one log-potential per measured
+        attribute set (``theta``), so a larger model can start from a smaller one's.
+
+        ``method``: ``"mirror"`` (default: Private-PGM's mirror descent with an Armijo step, :meth:`_mirror_descent`)
+        or ``"accelerated"`` (:meth:`_accelerated`). Both minimise the same convex loss over the same marginals; on
+        AIM's models the accelerated method reaches in 300 steps a lower loss than mirror descent in 4,000."""
+        if method not in ("accelerated", "mirror"):
+            raise InputError(f"method must be 'accelerated' or 'mirror'. Found {method!r}.")
+        by_home = self._prepare(measurements)
+        if method == "mirror":
+            return self._mirror_descent(measurements, by_home, iterations, tol, callback)
+        return self._accelerated(measurements, by_home, iterations, tol, callback)
+
+    def _mirror_descent(self, measurements, by_home, iterations, tol, callback) -> float:
+        """Entropic mirror descent on the potentials with a backtracking (Armijo) step (Private-PGM's algorithm)."""
         self._assemble()
-        self.calibrate()
-        loss, grads, mus = self._loss(measurements, homes)
+        mus = self._measured(self.calibrate(), by_home)
+        loss, grads = self._gaussian_loss(measurements, mus)
         # a step of 1 / (total * max weight) moves the marginals by about one noise sd: start there
-        max_w = max(float(np.max(m.weight)) for m in measurements)
-        step = 1.0 / (self.total * max_w)
+        step = 1.0 / (self.total * max(float(np.max(m.weight)) for m in measurements))
         for it in range(iterations):
             old_theta, old_marg, old_loss, old_mus = self.theta, self.marginals, loss, mus
             for _ in range(30):
                 self.theta = {c: t - step * grads[c] if c in grads else t for c, t in old_theta.items()}
                 self._assemble()
-                self.calibrate()
-                new_loss, new_grads, new_mus = self._loss(measurements, homes)
+                new_mus = self._measured(self.calibrate(), by_home)
+                new_loss, new_grads = self._gaussian_loss(measurements, new_mus)
                 # Armijo: accept when the loss falls by at least half the linear prediction
                 predicted = sum(float(np.sum(g * (old_mus[c] - new_mus[c]))) for c, g in grads.items())
                 if old_loss - new_loss >= 0.5 * predicted:
@@ -439,6 +483,76 @@ class MarkovRandomField:
             if old_loss - loss <= tol * max(old_loss, 1.0):
                 break
         return loss
+
+    def _accelerated(self, measurements, by_home, iterations, tol, callback) -> float:
+        """Accelerated mirror descent with a backtracking step: Nesterov's universal gradient method in the form of
+        Roulet and d'Aspremont (2017, Algorithm 2), as private-pgm's ``universal_accelerated_method``.
+
+        Three sequences: ``u`` (log-potentials; its model's marginals are ``z``), and ``x``, a running convex
+        combination of the ``z``: ``y = (1 - t) x + t z``, ``u -= (step / t) grad f(y)``, ``z = marginals(u)``,
+        ``x = (1 - t) x + t z``. A step is kept when ``f(x) <= f(y) + <grad f(y), x - y> + |x - y|_1^2 /
+        (2 step total)``: the smoothness bound in the L1 norm, in which the entropy of counts summing to ``total``
+        is ``1 / total``-strongly convex (Pinsker), read on the measured marginals (a lower bound of the joint's L1
+        distance, so the test is never looser than the theory's). The loss is quadratic in the marginals, so it is
+        read off linear combinations of measured marginals; one message passing per trial step, as mirror descent.
+
+        ``x`` is a convex combination of calibrated junction-tree marginals, hence consistent: the model ends on it
+        (its potentials ``log(mu_C / mu_S)``), with ``theta = u`` kept for the next warm start. Stops after
+        ``iterations`` steps, when a step search fails, or when the last ``_WINDOW`` steps lowered the lowest loss
+        by at most ``_WINDOW * tol`` of it (momentum makes the loss rise and fall over tens of steps)."""
+        self._assemble()
+        z_tables = self.calibrate()
+        x_tables = list(z_tables)
+        z_mus = self._measured(z_tables, by_home)
+        x_mus = z_mus
+        u = self.theta
+        loss, _ = self._gaussian_loss(measurements, x_mus)
+        step = prev_step = 1.0 / (self.total * max(float(np.max(m.weight)) for m in measurements))
+        prev_t = 0.0  # no step yet: the first has t = 1
+        best = [loss]  # the lowest loss after each step
+        for it in range(iterations):
+            for _ in range(30):
+                t = 1.0 if prev_t == 0.0 else 2.0 / (1.0 + math.sqrt(1.0 + 4.0 * prev_step / (step * prev_t ** 2)))
+                y_mus = {c: (1 - t) * x_mus[c] + t * z_mus[c] for c in x_mus}
+                y_loss, grads = self._gaussian_loss(measurements, y_mus)
+                self.theta = {c: v - (step / t) * grads[c] if c in grads else v for c, v in u.items()}
+                self._assemble()
+                new_z = self.calibrate()
+                new_z_mus = self._measured(new_z, by_home)
+                new_x_mus = {c: (1 - t) * x_mus[c] + t * new_z_mus[c] for c in x_mus}
+                new_loss, _ = self._gaussian_loss(measurements, new_x_mus)
+                diff = {c: new_x_mus[c] - y_mus[c] for c in x_mus}
+                linear = sum(float(np.sum(grads[c] * diff[c])) for c in diff)
+                l1 = max(float(np.abs(d).sum()) for d in diff.values())
+                if new_loss <= y_loss + linear + l1 ** 2 / (2 * step * self.total):
+                    break
+                step *= 0.5
+            else:
+                break
+            x_tables = [(1 - t) * x + t * z for x, z in zip(x_tables, new_z)]
+            prev_t = t
+            u, x_mus, z_mus, loss = self.theta, new_x_mus, new_z_mus, new_loss
+            prev_step, step = step, step * 1.1
+            best.append(min(best[-1], loss))
+            if callback is not None:
+                callback(it, loss)
+            if len(best) > _WINDOW and best[-_WINDOW - 1] - best[-1] <= _WINDOW * tol * max(best[-_WINDOW - 1], 1.0):
+                break
+        self.theta = u
+        self._set_marginals(x_tables)
+        return loss
+
+    def _set_marginals(self, tables: Sequence[np.ndarray]) -> None:
+        """Make ``tables`` (consistent clique marginals) the model's: potentials ``log(mu_C / mu_S)`` (``S`` the
+        separator to the parent clique) give back exactly that distribution."""
+        self.marginals = [np.asarray(m, dtype=float) for m in tables]
+        self.potentials = []
+        for k, (c, m) in enumerate(zip(self.cliques, self.marginals)):
+            log_m = np.log(np.maximum(m, 1e-300))
+            if k in self._parent:
+                sep = self._separator(k, self._parent[k])
+                log_m = log_m - _expand(np.log(np.maximum(_sum_to(m, c, sep), 1e-300)), sep, c, self.sizes)
+            self.potentials.append(log_m)
 
     # ------------------------------------------------------------------ sampling
     def sample(self, n: int, rng: np.random.Generator, *, stratified: bool = True) -> np.ndarray:
