@@ -1,7 +1,7 @@
 """How fast the graphical model's estimation converges: mirror descent against the accelerated method, on the
 final estimate of a real ``batch-aim`` fit.
 
-Fits ``batch-aim`` on ``--dataset`` at ``--epsilon`` (public schema, the bench's train split), keeps the inputs of
+Fits ``batch-aim`` on ``--dataset`` at ``--epsilon`` (the bench's public schema and train split), keeps the inputs of
 its last estimate (the model's cliques, the warm-start potentials, every DP measurement), and re-runs that estimate
 with each method for ``--iterations`` steps from the same start. Prints, per method and checkpoint: seconds, the
 Gaussian loss above the lowest loss any run reached, and the largest / mean TVD of the measured marginals from that
@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from dpsynth import datasets
+from dpsynth.data.inference import infer_schema
 from dpsynth.marginals import graphical_model
 from dpsynth.marginals.graphical_model import MarkovRandomField
 from dpsynth.models import get_model_class
@@ -46,9 +47,11 @@ def final_problem(name: str, epsilon: float, seed: int) -> dict:
     train, _ = data.split(seed=0)
     if data.info.task == "classification" and train[data.target].dtype.kind in "iuf":
         train = train.assign(**{data.target: train[data.target].map(lambda v: f"class_{v}")})
+    # the bench's public schema: the one dpsynth ships, or the one `dpsynth schema infer` proposes, taken as public
+    schema = data.schema if data.schema is not None else infer_schema(train, target=data.target, warn=False).reviewed()
     graphical_model.MarkovRandomField.estimate = capture
     try:
-        get_model_class("batch-aim")().fit(train, epsilon=epsilon, delta=1e-5, schema=data.schema, seed=seed)
+        get_model_class("batch-aim")().fit(train, epsilon=epsilon, delta=1e-5, schema=schema, seed=seed)
     finally:
         graphical_model.MarkovRandomField.estimate = original
     return max(captured, key=lambda p: (p["iterations"], len(p["measurements"])))

@@ -36,6 +36,10 @@ from dpsynth.models.aim import AIM
 __all__ = ["BatchAIM"]
 
 _BATCHES_LEFT = 8
+# mirror-descent steps of the final estimate: 300, not AIM's 1,000. Stopping earlier keeps the estimate nearer the
+# maximum-entropy start, which regularises against the noise (measured 2026-12-05, 3 seeds, epsilon 1: Adult 2-way
+# TVD 0.0202 -> 0.0200, Cardio and King County level; epsilon 0.3 level; fits 30-50% shorter).
+_FINAL_STEPS = 300
 
 
 @register
@@ -47,7 +51,7 @@ class BatchAIM(AIM):
     fast_params = {"round_iterations": 20, "iterations": 50, "max_model_size": 1.0}
 
     def __init__(self, *, target: str = "auto", target_weight: float = 2.0, triples: str = "auto", batch: int = 4,
-                 max_model_size: float = 16.0, round_iterations: int = 100, iterations: int = 1000,
+                 max_model_size: float = 16.0, round_iterations: int = 100, iterations: int = _FINAL_STEPS,
                  max_bins: int = DEFAULT_MAX_BINS, reuse_metadata: bool = True, backend: str = "numpy",
                  coarse_bins: int = 0, coarse_categories: int = 0, rare_cells: float = 0.0):
         super().__init__(target=target, max_model_size=max_model_size, round_iterations=round_iterations,
