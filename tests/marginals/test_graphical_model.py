@@ -327,28 +327,12 @@ def test_calibration_survives_potentials_that_cancel_far_from_zero(sign):
         np.testing.assert_allclose(marginal, _marginal(joint, clique), rtol=1e-9, atol=1e-9)
 
 
-def _noisy_problem(cliques, sigma=5.0, n=1000):
-    """Noisy count tables of ``cliques`` from 1,000 correlated rows over attributes of sizes 3, 4, 2, 3."""
-    rng = np.random.default_rng(0)
-    sizes = [3, 4, 2, 3]
-    data = rng.integers(0, 2, size=(n, 4))
-    data[:, 1] = (data[:, 0] + rng.integers(0, 3, n)) % 4
-    data[:, 2] = (data[:, 1] > 1).astype(int)
-    data[:, 3] = (data[:, 2] + rng.integers(0, 2, n)) % 3
-    measurements = []
-    for c in cliques:
-        table = np.zeros([sizes[a] for a in c])
-        np.add.at(table, tuple(data[:, a] for a in c), 1)
-        measurements.append(Measurement(c, table + rng.normal(0, sigma, table.shape), sigma))
-    return sizes, measurements
-
-
 @pytest.mark.parametrize("cliques", [[(0, 1), (1, 2), (2, 3), (0,)], [(0, 1), (1, 2), (0, 2), (3,)]])
-def test_accelerated_and_mirror_descent_reach_the_same_estimate_and_the_accelerated_sooner(cliques):
+def test_accelerated_and_mirror_descent_reach_the_same_estimate_and_the_accelerated_sooner(cliques, noisy_problem):
     """Both estimators minimise the same convex loss over the same marginal polytope: run long, they agree (the
     mirror descent is the one cross-checked against private-pgm). With 40 steps each, the accelerated method's loss
     is lower, and the model it ends on is consistent: its potentials give back its marginals."""
-    sizes, measurements = _noisy_problem(cliques)
+    sizes, measurements = noisy_problem(cliques)
     long = {}
     for method in ("mirror", "accelerated"):
         model = MarkovRandomField(sizes, cliques, 1000.0)
@@ -367,7 +351,7 @@ def test_accelerated_and_mirror_descent_reach_the_same_estimate_and_the_accelera
     assert short["accelerated"] < short["mirror"]
 
 
-def test_an_unknown_estimation_method_is_refused():
-    sizes, measurements = _noisy_problem([(0, 1)])
+def test_an_unknown_estimation_method_is_refused(noisy_problem):
+    sizes, measurements = noisy_problem([(0, 1)])
     with pytest.raises(InputError, match="method must be"):
         MarkovRandomField(sizes, [(0, 1)], 1000.0).estimate(measurements, method="newton")
