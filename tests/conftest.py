@@ -15,6 +15,21 @@ torch.set_num_threads(1)
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # and the same in the CLI / worker processes the tests start
 
 
+_MAX_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): one test process per core this process may run on, at most
+    ``_MAX_WORKERS`` - each holds torch, the datasets and the session fixtures (~1 GB), so a many-core machine with
+    little memory must not start one per core. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still overrides; ``-n 0`` runs
+    in one process."""
+    override = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if override:
+        return int(override)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(_MAX_WORKERS, cores))
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``anonymeter`` skip where anonymeter (the [risk] extra) is not installed: CI's second pass runs
     on the newest numpy, which anonymeter does not support."""
