@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -168,12 +168,16 @@ class AIM(SelectMeasureGenerate):
                 limit = max_cells
             measured = {m.clique for m in measurements}
             picks, before = [], []
+            quality: dict[Query, float] = {}  # a round's picks are all scored against the same model and sigma
             for _ in range(picks_per_round):
-                small = [q for q in candidates if q not in picks and
-                         self._fits(model, measured | {p.clique for p in picks}, q.clique, limit)]
+                fits = self._size_filter(model, measured | {p.clique for p in picks}, limit)
+                small = [q for q in candidates if q not in picks and fits(q.clique)]
                 if not small:
                     break
-                scores = np.array([self._quality(model, q, candidates[q], sigma) for q in small])
+                for q in small:
+                    if q not in quality:
+                        quality[q] = self._quality(model, q, candidates[q], sigma)
+                scores = np.array([quality[q] for q in small])
                 if not private and scores.max() <= 0:
                     break  # exact measurements: nothing left that the model gets wrong
                 sensitivity = max(candidates[q] for q in small)
@@ -259,11 +263,26 @@ class AIM(SelectMeasureGenerate):
                     names=names, rng=rng)
         return Measurement(m.clique, m.y, m.sigma, query.group_arrays())
 
-    def _fits(self, model: MarkovRandomField, measured: set, clique: tuple[int, ...], limit: float) -> bool:
-        """Whether adding ``clique`` keeps the model's junction tree within ``limit`` cells (the paper's filter)."""
-        if model.home(clique) is not None:
-            return model.size() <= limit
-        return tree_size(model.sizes, list(measured) + [clique]) <= limit
+    @staticmethod
+    def _size_filter(model: MarkovRandomField, measured: set, limit: float) -> Callable[[tuple[int, ...]], bool]:
+        """Whether adding a clique to ``measured`` keeps the model's junction tree within ``limit`` cells (the
+        paper's filter), as a function of the clique.
+
+        The junction tree is a function of the cliques' interaction graph alone, so two cliques that add the same
+        edges to ``measured``'s graph give the same tree: its size is computed once per set of new edges (a
+        triple's and a pair's, a clique adding none), not once per candidate."""
+        edges = {pair for c in measured for pair in itertools.combinations(c, 2)}
+        sizes: dict[frozenset, int] = {}
+
+        def fits(clique: tuple[int, ...]) -> bool:
+            if model.home(clique) is not None:
+                return model.size() <= limit
+            new = frozenset(itertools.combinations(clique, 2)) - edges
+            if new not in sizes:
+                sizes[new] = tree_size(model.sizes, list(measured) + [clique])
+            return sizes[new] <= limit
+
+        return fits
 
     def _quality(self, model: MarkovRandomField, query: Query, weight: float, sigma: float) -> float:
         exact = query.coarsen(self._counts.counts(query.clique))

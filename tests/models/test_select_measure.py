@@ -320,3 +320,53 @@ def test_one_run_audit_catches_the_missing_noise(adult, name):
     dp = audit_model(name, adult[0], **kwargs)
     assert broken.epsilon <= 1.0 + 1e-9 and broken.verdict == "exceeds"
     assert dp.verdict == "consistent" and dp.eps_lb <= 1.0
+
+
+def test_the_size_filter_gives_the_junction_tree_verdict_with_fewer_triangulations(monkeypatch):
+    """AIM's model-size filter remembers tree sizes per set of new interaction-graph edges: its verdict for every
+    pair and triple must be the direct one (the clique's home in the model, else the size of the junction tree of
+    the measured cliques and the candidate), with fewer triangulations than candidates."""
+    import itertools
+
+    import dpsynth.models.aim as aim
+    from dpsynth.marginals.graphical_model import MarkovRandomField, tree_size
+
+    rng = np.random.default_rng(3)
+    sizes = [int(s) for s in rng.integers(2, 9, size=9)]
+    measured = {(0, 1), (1, 2), (2, 3, 4), (5, 6), (6, 7), (3, 8), (0,), (5,)}
+    model = MarkovRandomField(sizes, sorted(measured), total=100.0)
+    candidates = [c for k in (1, 2, 3) for c in itertools.combinations(range(9), k)]
+    calls = []
+    monkeypatch.setattr(aim, "tree_size", lambda s, cl: calls.append(1) or tree_size(s, cl))
+    for limit in (model.size(), 2 * model.size(), 6 * model.size()):
+        calls.clear()
+        fits = AIM._size_filter(model, measured, limit)
+        got = [fits(c) for c in candidates]
+        want = [model.size() <= limit if model.home(c) is not None else tree_size(sizes, [*measured, c]) <= limit
+                for c in candidates]
+        assert got == want
+        if limit == model.size():
+            assert any(got) and not all(got)  # the limit binds: both verdicts occur
+        assert 0 < len(calls) < sum(model.home(c) is None for c in candidates)
+
+
+def test_a_round_scores_each_candidate_once(adult, adult_schema, monkeypatch):
+    """A batch-aim round scores all its picks against one model and sigma, so each candidate's quality is computed
+    once a round (it was computed again for every pick of the batch)."""
+    from collections import Counter
+
+    calls: Counter = Counter()
+    models = []  # held, so that no two rounds' models share an id
+    original = AIM._quality
+
+    def counted(self, model, query, weight, sigma):
+        models.append(model)
+        calls[(id(model), sigma, query)] += 1
+        return original(self, model, query, weight, sigma)
+
+    monkeypatch.setattr(AIM, "_quality", counted)
+    train = adult[0].sample(3000, random_state=2).reset_index(drop=True)
+    model = BatchAIM(round_iterations=10, iterations=20, batch=4)
+    model.fit(train, epsilon=3.0, delta=1e-5, schema=adult_schema, seed=0)
+    assert calls and max(calls.values()) == 1
+    assert len(model.selected_) > len({key[0] for key in calls})  # rounds of more than one pick happened
