@@ -44,7 +44,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -269,8 +270,8 @@ class AIM(SelectMeasureGenerate):
         paper's filter), as a function of the clique.
 
         The junction tree is a function of the cliques' interaction graph alone, so two cliques that add the same
-        edges to ``measured``'s graph give the same tree: its size is computed once per set of new edges (a
-        triple's and a pair's, a clique adding none), not once per candidate."""
+        edges to ``measured``'s graph give the same tree: its size is computed once per set of new edges, not once
+        per candidate (a pair and a triple that add the same edge share it, and so do all cliques that add none)."""
         edges = {pair for c in measured for pair in itertools.combinations(c, 2)}
         sizes: dict[frozenset, int] = {}
 
