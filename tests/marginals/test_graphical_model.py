@@ -108,6 +108,49 @@ def test_projection_keeps_each_branch_apart():
     assert peak < 12 ** 4 * 8 * 4, peak
 
 
+def test_projection_walks_the_smallest_subtree_covering_the_query():
+    """The subtree a projection multiplies along has the fewest cells of all connected sets of cliques covering the
+    query (brute force over every set of cliques of random models), and the projection stays exact. On a chain
+    (0,1)-(1,2)-(2,3) with a 40-cell attribute 0, the pair (1, 3) is read from (1,2) and (2,3) alone: taking the
+    first clique that holds attribute 1 walked through the big one."""
+    import networkx as nx
+
+    chain = MarkovRandomField([40, 2, 2, 2], [(0, 1), (1, 2), (2, 3)], total=1.0)
+    root, nodes = chain._cover((1, 3))
+    assert {chain.cliques[k] for k in nodes} == {(1, 2), (2, 3)} and chain.cliques[root] == (1, 2)
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(40):
+        sizes = [int(x) for x in rng.integers(2, 5, size=7)]
+        cliques = [tuple(sorted(rng.choice(7, size=int(rng.integers(2, 4)), replace=False))) for _ in range(5)]
+        model = MarkovRandomField(sizes, cliques, total=100.0)
+        model.potentials = [rng.normal(size=p.shape) for p in model.potentials]
+        model.calibrate()
+        joint = _brute_force(model)
+        tree = nx.Graph(model.edges)
+        tree.add_nodes_from(range(len(model.cliques)))
+        cells = [math.prod(sizes[a] for a in c) for c in model.cliques]
+        for query in itertools.combinations(range(7), 3):
+            if model.home(query) is not None:
+                continue
+            root, nodes = model._cover(query)
+            covering = [set(ks) for r in range(1, len(model.cliques) + 1)
+                        for ks in itertools.combinations(range(len(model.cliques)), r)
+                        if nx.is_connected(tree.subgraph(ks)) and set(query) <= set().union(*(model.cliques[k]
+                                                                                                  for k in ks))]
+            assert nodes in covering and query[0] in model.cliques[root]
+            assert sum(cells[k] for k in nodes) == min(sum(cells[k] for k in ks) for ks in covering)
+            np.testing.assert_allclose(model.project(query), _marginal(joint, query), rtol=1e-9, atol=1e-9)
+            checked += 1
+        # the walk's clique tables are kept between projections: new marginals must not be read from old ones
+        model.potentials = [rng.normal(size=p.shape) for p in model.potentials]
+        model.calibrate()
+        joint = _brute_force(model)
+        for query in itertools.combinations(range(7), 3):
+            np.testing.assert_allclose(model.project(query), _marginal(joint, query), rtol=1e-9, atol=1e-9)
+    assert checked > 100
+
+
 def test_estimation_recovers_a_tree_distribution_from_exact_marginals():
     """Exact (noise-free) 1- and 2-way marginals of a chain-structured distribution: the estimate reproduces them
     and, the structure being a tree, the whole joint (the max-entropy distribution with those marginals)."""
