@@ -382,8 +382,9 @@ class MarkovRandomField:
     def _conditional(self, k: int, parent: int | None, keep: Clique) -> np.ndarray:
         """Clique ``k``'s conditional given its separator with ``parent`` (its marginal over ``total`` at the root),
         summed to ``keep``: the first factor of :meth:`project`'s walk through ``k``. Kept until the marginals
-        change: the candidates AIM scores in a round walk the same cliques towards the same parents and mostly keep
-        the same attributes, and these clique-sized tables were most of their cost (the same numbers, computed once)."""
+        change, since the candidates AIM scores in a round walk the same cliques towards the same parents and mostly
+        keep the same attributes (the same numbers, computed once). At most one clique-sized table per clique and
+        neighbour; the others have an attribute summed out, so the kept tables stay within a few times the model."""
         if self._conditionals_of is not self.marginals:
             self._conditionals_of, self._conditionals = self.marginals, {}
         key = (k, parent, keep)
