@@ -114,6 +114,17 @@ def junction_tree(sizes: Sequence[int], cliques: Sequence[Clique]) -> tuple[list
     """Maximal cliques of a triangulation of the cliques' interaction graph (every attribute in at least one) and
     the edges of a junction tree over them (indices into the clique list; a forest is joined with empty
     separators, so the result is always one tree)."""
+    out = _maximal_cliques(sizes, cliques)
+    clique_graph = nx.Graph()
+    clique_graph.add_nodes_from(range(len(out)))
+    for i, j in itertools.combinations(range(len(out)), 2):
+        clique_graph.add_edge(i, j, weight=len(set(out[i]) & set(out[j])))
+    tree = nx.maximum_spanning_tree(clique_graph, weight="weight", algorithm="kruskal")
+    return out, sorted((min(a, b), max(a, b)) for a, b in tree.edges())
+
+
+def _maximal_cliques(sizes: Sequence[int], cliques: Sequence[Clique]) -> list[Clique]:
+    """The maximal cliques of :func:`junction_tree` (greedy elimination), in increasing order."""
     graph = nx.Graph()
     graph.add_nodes_from(range(len(sizes)))
     for cl in cliques:
@@ -132,19 +143,14 @@ def junction_tree(sizes: Sequence[int], cliques: Sequence[Clique]) -> tuple[list
         work.remove_node(v)
     maximal = [c for c in elimination_cliques if not any(c < other for other in elimination_cliques)]
     maximal = sorted(set(maximal), key=lambda c: tuple(sorted(c)))
-    out = [tuple(sorted(c)) for c in maximal]
-    clique_graph = nx.Graph()
-    clique_graph.add_nodes_from(range(len(out)))
-    for i, j in itertools.combinations(range(len(out)), 2):
-        clique_graph.add_edge(i, j, weight=len(set(out[i]) & set(out[j])))
-    tree = nx.maximum_spanning_tree(clique_graph, weight="weight", algorithm="kruskal")
-    return out, sorted((min(a, b), max(a, b)) for a, b in tree.edges())
+    return [tuple(sorted(c)) for c in maximal]
 
 
 def tree_size(sizes: Sequence[int], cliques: Sequence[Clique]) -> int:
-    """Cells over all maximal cliques of the junction tree of ``cliques`` (what a model of them stores)."""
-    maximal, _ = junction_tree(sizes, cliques)
-    return sum(math.prod(sizes[a] for a in c) for c in maximal)
+    """Cells over all maximal cliques of the junction tree of ``cliques`` (what a model of them stores). The tree's
+    edges do not change its size, so they are not built: the maximum spanning tree over the cliques' overlaps was
+    half of AIM's model-size filter, which triangulates once per candidate."""
+    return sum(math.prod(sizes[a] for a in c) for c in _maximal_cliques(sizes, cliques))
 
 
 # ---------------------------------------------------------------------------------------------- factor helpers
