@@ -151,6 +151,24 @@ def test_projection_walks_the_smallest_subtree_covering_the_query():
     assert checked > 100
 
 
+def test_projection_of_attributes_numbered_past_52():
+    """The walk contracts tables with einsum, whose subscripts must be below 52: a 60-attribute model's chain over
+    attributes 55-58 projects as the same chain numbered 0-3 (the other attributes are independent of it)."""
+    rng = np.random.default_rng(4)
+    chain = [(0, 1), (1, 2), (2, 3)]
+    small = MarkovRandomField([2, 3, 2, 3], chain, total=10.0)
+    small.potentials = [rng.normal(size=p.shape) for p in small.potentials]
+    small.calibrate()
+    wide = MarkovRandomField([2] * 55 + [2, 3, 2, 3] + [2], [(a,) for a in range(60)]
+                             + [(a + 55, b + 55) for a, b in chain], total=10.0)
+    by_clique = dict(zip(small.cliques, small.potentials))
+    wide.potentials = [by_clique.get(tuple(a - 55 for a in c), np.zeros(p.shape)) for c, p in
+                       zip(wide.cliques, wide.potentials)]
+    wide.calibrate()
+    for keep in [(0, 2, 3), (0, 3), (0, 1, 3)]:
+        np.testing.assert_allclose(wide.project(tuple(a + 55 for a in keep)), small.project(keep), rtol=1e-9)
+
+
 def test_estimation_recovers_a_tree_distribution_from_exact_marginals():
     """Exact (noise-free) 1- and 2-way marginals of a chain-structured distribution: the estimate reproduces them
     and, the structure being a tree, the whole joint (the max-entropy distribution with those marginals)."""
