@@ -22,8 +22,8 @@ import json
 import time
 from collections import defaultdict
 
-from dpsynth import datasets
-from dpsynth.data.inference import infer_schema
+from dpsynth.bench.spec import parse_spec
+from dpsynth.bench.worker import prepare_data
 from dpsynth.marginals.graphical_model import MarkovRandomField
 from dpsynth.models import aim as aim_module
 from dpsynth.models import get_model_class
@@ -47,12 +47,10 @@ def _timed(seconds: dict, name: str, function):
 
 
 def profile(model: str, name: str, epsilon: float, seed: int) -> dict:
-    data = datasets.load(name)
-    train, _ = data.split(seed=0)
-    if data.info.task == "classification" and train[data.target].dtype.kind in "iuf":
-        train = train.assign(**{data.target: train[data.target].map(lambda v: f"class_{v}")})
-    # the bench's public schema: the one dpsynth ships, or the one `dpsynth schema infer` proposes, taken as public
-    schema = data.schema if data.schema is not None else infer_schema(train, target=data.target, warn=False).reviewed()
+    # exactly the bench's train split and public schema, from the bench's own loader
+    spec = parse_spec({"name": "fit-profile", "models": [model], "datasets": [name], "epsilons": [epsilon],
+                       "seeds": [seed], "schema": "public"})
+    train, _, schema, _ = prepare_data(spec.runs[0])
     seconds: dict[str, float] = defaultdict(float)
     patched = [(MarkovRandomField, "estimate"), (MarkovRandomField, "project"), (aim_module, "tree_size")]
     originals = [getattr(owner, attr) for owner, attr in patched]
