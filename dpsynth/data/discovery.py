@@ -351,11 +351,15 @@ def noisy_row_count(data, ledger, sigma, rng) -> float:
 
 
 def public_grid(col: Column) -> np.ndarray:
-    """Bin edges inside public bounds: unit bins for small integer ranges, else 64 equal bins."""
+    """Bin edges inside public bounds: one bin per value for small ranges of whole numbers or of multiples of a
+    ``step`` (centred on each value), else 64 equal bins."""
     if col.lower == col.upper:
         return np.array([col.lower, col.upper])
-    if unit_grid(col):
-        return np.arange(col.lower - 0.5, col.upper + 1.0, 1.0)
+    if unit_grid(col) and col.lattice()[0] <= col.lattice()[1]:
+        step = col.grid_step
+        first, last = col.lattice()
+        count = int(round((last - first) / step)) + 1
+        return first - step / 2 + step * np.arange(count + 1)
     return np.linspace(col.lower, col.upper, GRID_BINS + 1)
 
 

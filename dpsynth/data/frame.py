@@ -173,8 +173,9 @@ def restore_dtypes(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
         if col.is_numeric:
             arr = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
             arr = np.where(np.isnan(arr), np.nan, np.clip(arr, col.lower, col.upper))
+            if col.grid_step is not None:  # whole numbers, or multiples of the schema's step (special values kept)
+                arr = np.where(np.isin(arr, col.special_values), arr, col.snap(arr))
             if col.rounds:
-                arr = np.round(arr)
                 has_nan = np.isnan(arr).any()
                 dtype = col.dtype or ("Int64" if has_nan else "int64")
                 if dtype == "int64" and has_nan:

@@ -9,7 +9,8 @@ Rules (documented, tested):
 - bool, or exactly two distinct values -> ``binary``;
 - text / category columns -> ``categorical`` (categories sorted by their string form); text columns whose
   values are nearly all distinct (> 50% of rows and > 50 values) are ID-like and *excluded* with a warning;
-- numeric columns: ``integer`` when all values are whole numbers, else ``continuous``; a value at the
+- numeric columns: ``integer`` when all values are whole numbers, else ``continuous`` with the ``step`` its values
+  are whole multiples of when they have at most 6 decimals (King County's ``floors``: 0.5); a value at the
   minimum or maximum holding >= 10% of the rows, in a column with > 10 distinct values, makes the column
   ``mixed`` with that special value (0 in Adult's capital-gain, seed 000 §4.2); a non-negative column whose
   99th percentile is > 50 times its median (and > 1000) is ``long_tail``;
@@ -40,8 +41,8 @@ from dpsynth.data.frame import check_column, check_frame
 from dpsynth.data.schema import DTYPES, Column, Schema
 from dpsynth.errors import InputError
 
-__all__ = ["infer_schema", "infer_column", "unit_grid", "ID_LIKE_RATIO", "SPECIAL_VALUE_SHARE", "GRID_BINS",
-           "UNIT_GRID_SPAN"]
+__all__ = ["infer_schema", "infer_column", "unit_grid", "decimal_step", "ID_LIKE_RATIO", "SPECIAL_VALUE_SHARE",
+           "GRID_BINS", "UNIT_GRID_SPAN", "STEP_DECIMALS"]
 
 ID_LIKE_RATIO = 0.5
 SPECIAL_VALUE_SHARE = 0.10
@@ -49,6 +50,8 @@ SPECIAL_VALUE_SHARE = 0.10
 #: ranges of at most ``UNIT_GRID_SPAN`` get one bin per value instead)
 GRID_BINS = 64
 UNIT_GRID_SPAN = 200
+#: a numeric column whose values all have at most this many decimals gets the ``step`` they are multiples of
+STEP_DECIMALS = 6
 
 
 def infer_schema(df: pd.DataFrame, *, target: str | None = None, warn: bool = True) -> Schema:
@@ -83,9 +86,10 @@ def infer_schema(df: pd.DataFrame, *, target: str | None = None, warn: bool = Tr
 
 
 def unit_grid(col: Column) -> bool:
-    """Whether a numeric column's DP histograms take one bin per value: whole numbers over at most
-    ``UNIT_GRID_SPAN`` of them (public structure: the schema's bounds and rounding)."""
-    return bool(col.rounds) and col.upper - col.lower <= UNIT_GRID_SPAN
+    """Whether a numeric column's DP histograms take one bin per value: whole numbers, or multiples of a declared
+    ``step``, over at most ``UNIT_GRID_SPAN`` of them (public structure: the schema's bounds and step)."""
+    step = col.grid_step
+    return step is not None and col.upper - col.lower <= UNIT_GRID_SPAN * step
 
 
 def _warn_crowded(col: Column, series: pd.Series) -> None:
@@ -140,17 +144,34 @@ def infer_column(series: pd.Series) -> Column | None:
         cats = tuple(int(u) if integral else float(u) for u in uniques)
         return Column(name, "binary", nullable=nullable, categories=cats, dtype=dtype)
     lower, upper = float(arr.min()), float(arr.max())
+    step = None if integral else decimal_step(uniques)
     special = _special_value(arr, uniques, lower, upper)
     if special is not None:
         return Column(name, "mixed", nullable=nullable, lower=lower, upper=upper, special_values=(special,),
-                      integer_valued=integral, dtype=dtype)
+                      integer_valued=integral, dtype=dtype, step=step)
     if lower >= 0 and len(uniques) > 10:
         median, q99 = np.quantile(arr, [0.5, 0.99])
         if q99 > 1000 and q99 > 50 * max(median, 1e-12):
             return Column(name, "long_tail", nullable=nullable, lower=lower, upper=upper, integer_valued=integral,
-                          dtype=dtype)
+                          dtype=dtype, step=step)
     kind = "integer" if integral else "continuous"
-    return Column(name, kind, nullable=nullable, lower=lower, upper=upper, dtype=dtype)
+    return Column(name, kind, nullable=nullable, lower=lower, upper=upper, dtype=dtype, step=step)
+
+
+def decimal_step(values: np.ndarray) -> float | None:
+    """The largest step of which every value is a whole multiple, when the values have at most
+    ``STEP_DECIMALS`` decimals (None otherwise): 0.5 for 1, 1.5, 2, 3.5; 0.25 for quarters; 0.0001 for four-decimal
+    coordinates. Values computed in floating point (0.1 + 0.2) count as their decimal; a quotient (1/3) has none."""
+    values = np.asarray(values, float)
+    for decimals in range(1, STEP_DECIMALS + 1):
+        scaled = values * 10.0 ** decimals
+        if np.abs(scaled).max() >= 2.0 ** 52:
+            return None
+        whole = np.round(scaled)
+        if np.all(np.abs(scaled - whole) <= 1e-6):
+            common = int(np.gcd.reduce(np.abs(whole).astype(np.int64)))
+            return round(common / 10.0 ** decimals, decimals) if common else None
+    return None
 
 
 def _special_value(arr: np.ndarray, uniques: np.ndarray, lower: float, upper: float) -> float | None:

@@ -18,6 +18,13 @@ long_tail  positive, heavy right tail: modelled after a log transform
 ========== ===============================================================================
 
 Any column may be ``nullable``: missing values are modelled with an explicit indicator.
+
+A numeric column may declare a ``step``: its values are whole multiples of it (King County's ``floors``: 1, 1.5,
+2, ... with step 0.5; ``bathrooms`` in quarters). Sampled values are rounded to the nearest multiple inside the
+bounds (:meth:`Column.snap`), and DP histograms of a range of at most ``UNIT_GRID_SPAN`` steps take one bin per
+multiple, as whole numbers do (an integer column has step 1 unless it declares a larger whole one). Without it a
+value such as 1.5 is drawn somewhere in the histogram bin around it (1.48-1.52), and half the draws fall on the
+other side of 1.5.
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ class Column:
     # categorical, nullable: values outside ``categories`` are read as missing (DP discovery sets this when an
     # "other" slot would hold no mass its noisy counts can detect)
     unknown_as_missing: bool = False
+    step: float | None = None  # numeric: values are whole multiples of step (None: any number; integer: 1)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -99,6 +107,8 @@ class Column:
             raise self._error("special_values", f"is for numeric columns only, not {self.kind}", specials)
         if self.integer_valued:
             raise self._error("integer_valued", f"is for numeric columns only, not {self.kind}", True)
+        if self.step is not None:
+            raise self._error("step", f"is for numeric columns only, not {self.kind}", self.step)
         object.__setattr__(self, "special_values", ())
         if self.categories is None or (_is_sequence(self.categories) and len(self.categories) == 0):
             raise self._error("categories", f"must be a non-empty list for a {self.kind} column", self.categories)
@@ -152,6 +162,21 @@ class Column:
             raise SchemaError(f"Column '{self.name}' is mixed but declares no special_values.")
         if self.kind == "long_tail" and self.lower < 0:
             raise SchemaError(f"Column '{self.name}' is long_tail and needs lower >= 0. Found {self.lower}.")
+        self._check_step()
+
+    def _check_step(self) -> None:
+        if self.step is None:
+            return
+        if isinstance(self.step, (bool, np.bool_)) or not _is_real(self.step) or not (
+                math.isfinite(float(self.step)) and float(self.step) > 0):
+            raise self._error("step", "must be a finite number > 0", self.step)
+        object.__setattr__(self, "step", float(self.step))
+        if self.rounds and self.step % 1 != 0:
+            raise self._error("step", "must be a whole number for a column of whole numbers", self.step)
+        first, last = self.lattice()
+        if first > last:
+            raise self._error("step", f"must have a multiple in [lower, upper] = [{self.lower:g}, {self.upper:g}]",
+                              self.step)
 
     @property
     def is_numeric(self) -> bool:
@@ -165,6 +190,28 @@ class Column:
     def rounds(self) -> bool:
         """True when sampled values must be whole numbers."""
         return self.kind == "integer" or self.integer_valued
+
+    @property
+    def grid_step(self) -> float | None:
+        """The spacing of the values a numeric column can take: ``step``, 1 for whole numbers, else None."""
+        return self.step if self.step is not None else (1.0 if self.rounds else None)
+
+    def lattice(self) -> tuple[float, float]:
+        """The smallest and largest multiple of :attr:`grid_step` inside the bounds (first > last: none)."""
+        step = self.grid_step
+        first, last = math.ceil(self.lower / step - 1e-9) * step, math.floor(self.upper / step + 1e-9) * step
+        return _tidy(first, step), _tidy(last, step)
+
+    def snap(self, values: np.ndarray) -> np.ndarray:
+        """``values`` rounded to the nearest multiple of :attr:`grid_step` inside the bounds (NaN kept; no step:
+        unchanged). Decimal steps give tidy decimals (0.1 * 3 -> 0.3, not 0.30000000000000004)."""
+        step = self.grid_step
+        if step is None:
+            return values
+        first, last = self.lattice()
+        with np.errstate(invalid="ignore"):
+            snapped = np.clip(np.round(np.asarray(values, float) / step) * step, first, last)
+        return _tidy(snapped, step)
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in asdict(self).items() if not (v is None or v is False or v == ())}  # keep 0.0 bounds
@@ -391,6 +438,12 @@ class Schema:
 
 
 _SCALARS = (str, bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def _tidy(values, step: float):
+    """Multiples of ``step`` rounded to the decimals ``step`` has (plus 2), so float products read as decimals."""
+    decimals = max(0, -math.floor(math.log10(step))) + 2 if step < 1 else 0
+    return np.round(values, decimals) if decimals else values
 
 
 def _is_real(value: Any) -> bool:

@@ -19,8 +19,9 @@ Encoding private rows into cells (:meth:`Discretizer.encode`) is what backends c
 Decoding (:meth:`Discretizer.decode`) maps cells back to values: a category, a missing value, a special value, or
 a number drawn inside its bin — first one of the metadata bins the cell unites, in proportion to their DP counts
 (smoothed along the grid where the density is smooth, :func:`smooth_fine_counts`), then inside it from a linear
-density sloped as the neighbouring bins' DP densities (a frequency polygon, :func:`fine_slopes`; integers: rounded,
-so unit bins stay whole numbers). Decoding reads only DP outputs (post-processing), and never emits a value outside
+density sloped as the neighbouring bins' DP densities (a frequency polygon, :func:`fine_slopes`; whole numbers and
+multiples of a schema ``step``: rounded to the nearest multiple inside that bin, :func:`snap_inside`, so a unit bin
+decodes to its one value). Decoding reads only DP outputs (post-processing), and never emits a value outside
 the schema's domain (no ``None`` where the column is not nullable).
 
 The metadata histograms are also *measurements* of the 1-way marginals (:meth:`Discretizer.metadata_measurement`):
@@ -43,7 +44,7 @@ from dpsynth.errors import InputError
 from dpsynth.marginals.graphical_model import draw_rows
 
 __all__ = ["ColumnCells", "Discretizer", "DEFAULT_MAX_BINS", "fine_slopes", "linear_inside", "smooth_fine_counts",
-           "smooth_grid_counts"]
+           "smooth_grid_counts", "snap_inside"]
 
 DEFAULT_MAX_BINS = 32
 
@@ -65,6 +66,7 @@ class ColumnCells:
     specials: tuple[float, ...] = ()
     rounds: bool = False
     category_cells: tuple[int, ...] = ()
+    step: float = 0.0  # numeric: the values' spacing (schema ``step``; 1 for whole numbers; 0: any number)
 
     @property
     def n_bins(self) -> int:
@@ -98,14 +100,15 @@ class ColumnCells:
                 "categories": [c.item() if isinstance(c, np.generic) else c for c in self.categories],
                 "edges": [float(x) for x in self.edges], "fine_edges": [float(x) for x in self.fine_edges],
                 "fine_weights": [float(x) for x in self.fine_weights], "specials": [float(s) for s in self.specials],
-                "rounds": self.rounds, "category_cells": [int(c) for c in self.category_cells]}
+                "rounds": self.rounds, "category_cells": [int(c) for c in self.category_cells], "step": self.step}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ColumnCells:
         return cls(d["name"], d["kind"], bool(d["nullable"]), tuple(d["categories"]), np.asarray(d["edges"], float),
                    np.asarray(d["fine_edges"], float), np.asarray(d["fine_weights"], float),
                    tuple(float(s) for s in d["specials"]), bool(d["rounds"]),
-                   tuple(int(c) for c in d.get("category_cells", ())))  # files before rare cells: one cell each
+                   tuple(int(c) for c in d.get("category_cells", ())),  # files before rare cells: one cell each
+                   float(d.get("step", 1.0 if d["rounds"] else 0.0)))  # files before steps: whole numbers or none
 
 
 def _rare_cells(counts: np.ndarray, threshold: float) -> tuple[int, ...]:
@@ -176,7 +179,7 @@ class Discretizer:
             edges = _coarse_edges(np.asarray(hist.edges, float), np.clip(counts - 2.0 * sd, 0, None), max_bins)
             out.append(ColumnCells(col.name, "numeric", col.nullable, (), edges, np.asarray(hist.edges, float),
                                    smooth_grid_counts(np.asarray(hist.edges, float), np.clip(counts, 0, None), sd),
-                                   tuple(col.special_values), col.rounds))
+                                   tuple(col.special_values), col.rounds, step=float(col.grid_step or 0.0)))
         return cls(out)
 
     @property
@@ -275,12 +278,25 @@ def decode_column(codes: np.ndarray, cells: ColumnCells, rng: np.random.Generato
         lo, hi = cells.fine_edges[fine], cells.fine_edges[fine + 1]
         slopes = fine_slopes(cells.fine_edges, cells.fine_weights)
         x = lo + (hi - lo) * linear_inside(rng.random(len(fine)), slopes[fine])
-        if cells.rounds:
-            x = np.clip(np.round(x), math.ceil(cells.fine_edges[0]), math.floor(cells.fine_edges[-1]))
+        if cells.step > 0:
+            x = snap_inside(x, lo, hi, cells.step, cells.fine_edges[0], cells.fine_edges[-1])
         out[in_bin] = x
     for i, s in enumerate(cells.specials):
         out[codes == cells.n_bins + i] = s
     return out
+
+
+def snap_inside(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, step: float, bottom: float, top: float
+                ) -> np.ndarray:
+    """``x`` (drawn in the fine bins ``[lo, hi]``) rounded to the nearest multiple of ``step``, kept inside its own
+    fine bin when the bin holds a multiple (so a value keeps its cell: a bin edge at 100.2 must not send 100.3 to
+    100, a cell below), and always inside ``[bottom, top]``. Values come out as tidy decimals (1.5, 0.25)."""
+    k = np.round(x / step)
+    first, last = np.ceil(lo / step - 1e-9), np.floor(hi / step + 1e-9)
+    k = np.where(first <= last, np.clip(k, first, last), k)
+    k = np.clip(k, math.ceil(bottom / step - 1e-9), math.floor(top / step + 1e-9))
+    decimals = max(0, -math.floor(math.log10(step))) + 2 if step < 1 else 0
+    return np.round(k * step, decimals) if decimals else k * step
 
 
 def fine_slopes(edges: np.ndarray, weights: np.ndarray) -> np.ndarray:

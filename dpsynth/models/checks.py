@@ -272,6 +272,10 @@ def check_sample_frame(synth: pd.DataFrame, schema: Schema, n: int) -> None:
             _expect(bool(np.all(arr >= col.lower - 1e-9) and np.all(arr <= col.upper + 1e-9)),
                     f"{col.name}: out of bounds")
             _expect(not col.rounds or bool(np.all(np.mod(arr, 1) == 0)), f"{col.name}: integer column with fractions")
+            if col.step is not None:  # multiples of the declared step (special values apart)
+                body = arr[~np.isin(arr, col.special_values)] / col.step
+                _expect(bool(np.allclose(body, np.round(body), rtol=0, atol=1e-6)),
+                        f"{col.name}: values off the multiples of step {col.step:g}")
         expected = expected_dtype(col, bool(values.isna().any()))
         _expect(str(values.dtype) == expected, f"{col.name}: dtype {values.dtype} != {expected} (schema {col.dtype})")
         if expected == "category":

@@ -167,3 +167,22 @@ def test_marginals_keep_extension_dtypes_through_the_contract(tmp_path):
         "f": rng.random(n),
     })
     check_synthesizer(get_model_class("marginals"), data, _dtype_schema(), tmp_path, delta=1e-3, n=200)
+
+
+def test_restore_dtypes_rounds_to_the_step_keeps_special_values_and_the_contract_checks_it():
+    """Every model's samples pass restore_dtypes: a stepped column comes out in its multiples (within the bounds),
+    a mixed column's special value is kept even off the multiples, and the contract check refuses values off them."""
+    from dpsynth.models.checks import check_sample_frame
+
+    schema = Schema((Column("floors", "continuous", lower=1, upper=3.5, step=0.5),
+                     Column("gain", "mixed", lower=0.3, upper=10, special_values=(0.3,), step=0.25),
+                     Column("price", "integer", lower=75_000, upper=90_000, step=1000)))
+    raw = pd.DataFrame({"floors": [0.2, 1.26, 2.74, 9.0], "gain": [0.3, 0.31, 4.13, 9.99],
+                        "price": [80_499.0, 80_501.0, 60_000.0, 89_999.4]})
+    out = restore_dtypes(raw, schema)
+    assert out["floors"].tolist() == [1.0, 1.5, 2.5, 3.5]
+    assert out["gain"].tolist() == [0.3, 0.5, 4.25, 10.0]  # 0.31 -> the first multiple inside [0.3, 10]: 0.5
+    assert out["price"].tolist() == [80_000, 81_000, 75_000, 90_000] and str(out["price"].dtype) == "int64"
+    check_sample_frame(out, schema, 4)
+    with pytest.raises(AssertionError, match="floors: values off the multiples of step 0.5"):
+        check_sample_frame(out.assign(floors=[1.0, 1.2, 2.5, 3.5]), schema, 4)

@@ -94,3 +94,23 @@ def test_bounds_stretched_by_outliers_get_a_warning_and_are_kept():
         warnings.simplefilter("error")
         infer_schema(frame[["age", "height", "label"]])
         infer_schema(frame, warn=False)
+
+
+def test_decimal_columns_get_the_step_their_values_are_multiples_of():
+    """floors in halves, bathrooms in quarters, coordinates in 4 decimals (sums made in floating point count as
+    their decimals), and no step for quotients, whole numbers or more than 6 decimals."""
+    from dpsynth.data.inference import decimal_step
+
+    frame = pd.DataFrame({
+        "floors": [1.0, 1.5, 2.0, 3.5, 2.5] * 4,
+        "bathrooms": [0.75, 1.0, 2.25, 4.5, 1.75] * 4,
+        "latitude": [47.5112, 47.721, 47.3097, 47.6, 47.4141] * 4,
+        "sum": [0.1 + 0.2, 0.7, 1.1, 2.3, 0.4] * 4,
+        "ratio": [1 / 3, 2 / 7, 0.5, 0.25, 1 / 9] * 4,
+        "count": [1.0, 2.0, 3.0, 7.0, 9.0] * 4,
+        "fine": [1e-7, 3e-7, 0.5, 1.0, 2.0] * 4,
+    })
+    schema = infer_schema(frame, warn=False)
+    assert [schema[c].step for c in frame.columns] == [0.5, 0.25, 0.0001, 0.1, None, None, None]
+    assert schema["count"].kind == "integer" and schema["count"].grid_step == 1.0
+    assert decimal_step(np.array([0.0, 0.0])) is None

@@ -121,6 +121,13 @@ MALFORMED = [
     ({**_col(kind="integer", lower=0, upper=1), "excluded": "id"}, ["'excluded'", "list of column names",
                                                                     "Found 'id' (str)"]),
     ({**_col(kind="integer", lower=0, upper=1), "note": 5}, ["'note'", "Found 5 (int)"]),
+    (_col(kind="continuous", lower=0, upper=1, step=0), ["Column 'c'", "'step'", "finite number > 0", "Found 0 (int)"]),
+    (_col(kind="continuous", lower=0, upper=1, step="x"), ["'step'", "finite number > 0", "Found 'x' (str)"]),
+    (_col(kind="continuous", lower=0, upper=1, step=True), ["'step'", "finite number > 0", "Found True (bool)"]),
+    (_col(kind="integer", lower=0, upper=10, step=0.5), ["'step'", "whole number", "Found 0.5 (float)"]),
+    (_col(kind="continuous", lower=0.1, upper=0.4, step=0.5), ["'step'", "a multiple in [lower, upper]",
+                                                               "Found 0.5 (float)"]),
+    (_col(kind="categorical", categories=["a"], step=1), ["'step'", "numeric columns only", "Found 1 (int)"]),
 ]
 
 
@@ -188,3 +195,23 @@ def test_validate_reports_mismatches():
     with pytest.raises(SchemaError, match="non-numeric"):
         schema.validate(pd.DataFrame({"a": ["seven"], "b": ["x"]}))
     schema.validate(pd.DataFrame({"a": [1, 99], "b": ["x", "y"]}))  # out of bounds: clipped later, not refused
+
+
+def test_step_snaps_values_to_its_multiples_inside_the_bounds_and_survives_a_file():
+    """A numeric column's ``step``: values are whole multiples of it; snap() rounds to the nearest multiple inside
+    the bounds (the first and last multiples, not the bounds themselves), keeps NaN, and gives tidy decimals."""
+    floors = Column("floors", "continuous", lower=0.9, upper=3.6, step=0.5)
+    assert floors.lattice() == (1.0, 3.5) and floors.grid_step == 0.5
+    got = floors.snap(np.array([0.9, 1.24, 1.26, 1.74, 2.9, 3.6, np.nan]))
+    np.testing.assert_array_equal(got[:-1], [1.0, 1.0, 1.5, 1.5, 3.0, 3.5])
+    assert np.isnan(got[-1])
+    tenths = Column("x", "continuous", lower=0, upper=1, step=0.1)
+    assert tenths.snap(np.array([0.29999, 0.7]))[0] == 0.3  # not 0.30000000000000004
+    assert [str(v) for v in tenths.snap(np.array([0.3, 0.7]))] == ["0.3", "0.7"]
+    thousands = Column("price", "integer", lower=75_000, upper=7_700_000, step=1000)
+    np.testing.assert_array_equal(thousands.snap(np.array([74_000.0, 221_900.0, 221_400.0])),
+                                  [75_000, 222_000, 221_000])
+    assert Column("n", "integer", lower=0, upper=9).grid_step == 1.0
+    assert Column("y", "continuous", lower=0, upper=9).snap(np.array([1.234]))[0] == 1.234  # no step: untouched
+    assert Column.from_dict(json.loads(json.dumps(floors.to_dict()))) == floors
+    assert "step" not in Column("y", "continuous", lower=0, upper=9).to_dict()

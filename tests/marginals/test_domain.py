@@ -311,3 +311,31 @@ def test_unclipped_counts_and_bin_noise_survive_a_file_and_are_checked():
         NumericHistogram(np.arange(4.0), np.ones(3), bin_sd=np.ones(2))
     with pytest.raises(InputError, match="noisy counts must be 2 finite numbers"):
         CategoricalHistogram(("a", "b"), np.ones(2), noisy=np.array([1.0, np.nan]))
+
+
+def test_a_declared_step_gives_one_bin_per_value_and_decodes_back_to_the_values():
+    """King County's floors (1, 1.5, ..., 3.5) and bathrooms (quarters): with the schema's ``step`` the public grid
+    centres one bin on each multiple, and rows encoded to their cells decode to exactly their values (a DP release
+    at epsilon 1, max_bins 32). Without it the 64 equal grid bins put 1.5 inside [1.48, 1.52): half of the decoded
+    values land below 1.5, and the decile distance of the column is ~0.1-0.2."""
+    from dpsynth.data.discovery import public_grid
+    from dpsynth.evaluation.unsupervised import decile_bins, kway_tvd
+
+    rng = np.random.default_rng(0)
+    n = 5_000
+    data = pd.DataFrame({"floors": rng.choice([1.0, 1.5, 2.0, 2.5, 3.0, 3.5], n, p=[.49, .09, .38, .01, .028, .002]),
+                         "bathrooms": np.round(rng.gamma(4, 0.55, n) * 4).clip(2, 32) / 4})
+    stepped = Schema((Column("floors", "continuous", lower=1, upper=3.5, step=0.5),
+                      Column("bathrooms", "continuous", lower=0.5, upper=8, step=0.25)))
+    np.testing.assert_allclose(public_grid(stepped["floors"]), np.arange(0.75, 3.8, 0.5))
+    free = Schema(tuple(Column(c.name, c.kind, lower=c.lower, upper=c.upper) for c in stepped.columns))
+    distance = {}
+    for name, schema in (("stepped", stepped), ("free", free)):
+        _, meta = resolve_schema(data, schema, ledger=PrivacyLedger(target_epsilon=1.0, target_delta=1e-5),
+                                 share=0.1, rng=np.random.default_rng(1))
+        disc = Discretizer.build(schema, meta, max_bins=32)
+        decoded = disc.decode(disc.encode(data), np.random.default_rng(2))
+        distance[name] = [kway_tvd(*[[a] for a in decile_bins(data[c], decoded[c], "numeric")]) for c in data]
+        if name == "stepped":
+            pd.testing.assert_frame_equal(decoded, data, check_dtype=False)
+    assert max(distance["free"]) > 0.05 and max(distance["stepped"]) == 0.0
