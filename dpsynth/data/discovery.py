@@ -355,11 +355,11 @@ def public_grid(col: Column) -> np.ndarray:
     ``step`` (centred on each value), else 64 equal bins."""
     if col.lower == col.upper:
         return np.array([col.lower, col.upper])
-    if unit_grid(col) and col.lattice()[0] <= col.lattice()[1]:
-        step = col.grid_step
-        first, last = col.lattice()
-        count = int(round((last - first) / step)) + 1
-        return first - step / 2 + step * np.arange(count + 1)
+    if unit_grid(col):
+        step, (first, last) = col.grid_step, col.lattice()
+        if first <= last:
+            count = int(round((last - first) / step)) + 1
+            return first - step / 2 + step * np.arange(count + 1)
     return np.linspace(col.lower, col.upper, GRID_BINS + 1)
 
 

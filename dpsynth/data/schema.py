@@ -42,7 +42,8 @@ import pandas as pd
 
 from dpsynth.errors import SchemaError
 
-__all__ = ["KINDS", "NUMERIC_KINDS", "DISCRETE_KINDS", "PROVENANCES", "INFERRED_NOTE", "Column", "Schema"]
+__all__ = ["KINDS", "NUMERIC_KINDS", "DISCRETE_KINDS", "PROVENANCES", "INFERRED_NOTE", "Column", "Schema",
+           "tidy_multiples"]
 
 KINDS = ("continuous", "integer", "categorical", "binary", "mixed", "long_tail")
 NUMERIC_KINDS = ("continuous", "integer", "mixed", "long_tail")
@@ -200,7 +201,7 @@ class Column:
         """The smallest and largest multiple of :attr:`grid_step` inside the bounds (first > last: none)."""
         step = self.grid_step
         first, last = math.ceil(self.lower / step - 1e-9) * step, math.floor(self.upper / step + 1e-9) * step
-        return _tidy(first, step), _tidy(last, step)
+        return tidy_multiples(first, step), tidy_multiples(last, step)
 
     def snap(self, values: np.ndarray) -> np.ndarray:
         """``values`` rounded to the nearest multiple of :attr:`grid_step` inside the bounds (NaN kept; no step:
@@ -211,7 +212,7 @@ class Column:
         first, last = self.lattice()
         with np.errstate(invalid="ignore"):
             snapped = np.clip(np.round(np.asarray(values, float) / step) * step, first, last)
-        return _tidy(snapped, step)
+        return tidy_multiples(snapped, step)
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in asdict(self).items() if not (v is None or v is False or v == ())}  # keep 0.0 bounds
@@ -440,7 +441,7 @@ class Schema:
 _SCALARS = (str, bool, int, float, np.bool_, np.integer, np.floating)
 
 
-def _tidy(values, step: float):
+def tidy_multiples(values, step: float):
     """Multiples of ``step`` rounded to the decimals ``step`` has (plus 2), so float products read as decimals."""
     decimals = max(0, -math.floor(math.log10(step))) + 2 if step < 1 else 0
     return np.round(values, decimals) if decimals else values

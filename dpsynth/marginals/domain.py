@@ -39,7 +39,7 @@ import pandas as pd
 
 from dpsynth.data.frame import categorical_codes
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
-from dpsynth.data.schema import Schema
+from dpsynth.data.schema import Schema, tidy_multiples
 from dpsynth.errors import InputError
 from dpsynth.marginals.graphical_model import draw_rows
 
@@ -295,8 +295,7 @@ def snap_inside(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, step: float, bott
     first, last = np.ceil(lo / step - 1e-9), np.floor(hi / step + 1e-9)
     k = np.where(first <= last, np.clip(k, first, last), k)
     k = np.clip(k, math.ceil(bottom / step - 1e-9), math.floor(top / step + 1e-9))
-    decimals = max(0, -math.floor(math.log10(step))) + 2 if step < 1 else 0
-    return np.round(k * step, decimals) if decimals else k * step
+    return tidy_multiples(k * step, step)
 
 
 def fine_slopes(edges: np.ndarray, weights: np.ndarray) -> np.ndarray:
