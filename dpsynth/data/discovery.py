@@ -42,6 +42,12 @@
     (2) **Shape**: a noisy histogram inside those bounds, on the grid a public schema would get (unit bins for
     integer ranges up to 200, else 64 equal bins), with the zero (special value) and missing counts as cells of
     the same query. This is the DP histogram the encoders and marginal matching use;
+  - the **step** of each float column (one more stage-1 query at a histogram's weight, :func:`release_step`): each
+    value counts in the cell of the coarsest of ``STEP_CANDIDATES`` (1, 0.5, 0.25, 0.1, ..., 1e-6) it is a
+    multiple of, or in a last cell; the step is the coarsest candidate none of whose "off" cells clears the noise
+    floor (King County's floors 0.5, bathrooms 0.25, latitude 0.0001; a float column of whole numbers 1), decided
+    only when the floor is below 5% of the column's rows (else none). With private dtypes every column holds back
+    a quarter-weight reserve that the columns found to hold non-integer numbers share;
   - missing-value fractions by the noisy count of a "missing" cell in every histogram; text, float and pandas
     nullable (``Int64``, ``boolean``) columns are marked nullable (a NumPy int or bool dtype cannot hold NaN).
 
@@ -86,7 +92,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -105,7 +111,8 @@ from dpsynth.privacy.mechanisms import gaussian_counts, gaussian_partition_selec
 
 __all__ = ["resolve_schema", "prepare_private_text", "OTHER", "geometric_grid", "calibrate_metadata_sigma", "TAIL",
            "DiscoveryPlan", "plan_discovery", "warn_excluded", "public_grid", "public_schema_release", "numeric_cells",
-           "categorical_cells", "zooms", "zoom_window", "release_zooms", "ZOOM_RESERVE"]
+           "categorical_cells", "zooms", "zoom_window", "release_zooms", "ZOOM_RESERVE",
+           "STEP_CANDIDATES", "step_classes", "step_class_sql", "release_step", "dp_step"]
 
 OTHER = "__other__"
 #: an "other" slot is added when the DP estimate of the unreleased rows exceeds this many noise sds (1% by chance)
@@ -121,6 +128,19 @@ PROFILE_CUT = 0.25
 #: a profile whose noisy frequent mass is below this many noise sds excludes its column (5% of empty ones pass)
 PROFILE_Z = 1.64
 MIXED_ZERO_SHARE = 0.10  # noisy share of exact zeros above which a numeric column is "mixed" with special 0
+#: the steps DP discovery can find for a column of non-integer numbers (:func:`release_step`), coarsest first. The
+#: set is closed under least common multiples (0.25 and 0.1 -> 0.5), so a value's class - the coarsest candidate it
+#: is a multiple of - tells for every candidate whether the value is a multiple of it
+STEP_CANDIDATES = (1.0, 0.5, 0.25, 0.1, 0.05, 0.01, 0.005, 0.001, 1e-4, 1e-5, 1e-6)
+#: weight of a float column's step query (a histogram's GDP budget). With private dtypes any column may hold
+#: non-integer numbers: each column holds back STEP_RESERVE of a histogram's budget, and the columns found to hold
+#: them share it (at most W_STEP each; what is left goes to stage 2)
+W_STEP = 1.0
+STEP_RESERVE = 0.25
+#: a step is decided only when a class of this share of the column's rows would clear the noise floor (else no
+#: step: the budget cannot tell); rows off the step's multiples may then be up to about this share, and their
+#: sampled values move by less than half a step
+STEP_SHARE = 0.05
 
 
 def geometric_grid() -> np.ndarray:
@@ -208,6 +228,7 @@ class DiscoveryPlan:
     bound_rows: float
     weights: tuple[tuple[float, int], ...] = ()
     zooms: int = 0  # numeric columns that may get a zoom (the budget held back for them is in ``weights``)
+    steps: int = 0  # private dtypes: columns that may get a step query (a reserve in ``weights``, as for zooms)
 
     @property
     def profile_cut(self) -> float:
@@ -221,6 +242,7 @@ class DiscoveryPlan:
 
     def describe(self, n_rows: float | None = None) -> str:
         zooms = f" and up to {self.zooms} zoom(s)" if self.zooms else ""
+        zooms += f" and up to {self.steps} step quer{'y' if self.steps == 1 else 'ies'}" if self.steps else ""
         text = (f"DP discovery of {self.n_columns} column(s) ({self.n_queries} Gaussian count queries{zooms}, noise sd "
                 f"{self.sigma:.0f}): a category is released from about {self.category_rows:.0f} rows, numeric bounds "
                 f"need about {self.bound_rows:.0f} non-missing values in one decade")
@@ -244,23 +266,26 @@ def plan_discovery(data, *, epsilon: float, delta: float, share: float, dtypes: 
         k = len(types)
         n_text, n_selection = k, k
         n_zooms = k
-        weights = ((1.0, 2 * k + 1), (W_PROFILE, k), (ZOOM_RESERVE, n_zooms))
+        n_steps = k  # a reserve, shared by the columns found to hold non-integer numbers
+        weights = ((1.0, 2 * k + 1), (W_PROFILE, k), (STEP_RESERVE, n_steps), (ZOOM_RESERVE, n_zooms))
     else:
         types = [t for t in types if t is not None]  # a type no model represents: excluded before any query
         k = len(types)
         n_numeric = sum(t in _NUMERIC_TYPES for t in types)
         n_text = sum(t == "text" for t in types)
         n_selection = max(1, n_text)
-        n_zooms = n_numeric
-        weights = ((1.0, k + n_numeric + 1), (W_PROFILE, n_text), (ZOOM_RESERVE, n_zooms))
+        n_zooms, n_steps = n_numeric, 0
+        n_float = sum(t == "float" for t in types)  # a step query each (:func:`release_step`)
+        weights = ((1.0, k + n_numeric + 1), (W_PROFILE, n_text), (W_STEP, n_float), (ZOOM_RESERVE, n_zooms))
     weights = tuple((w, c) for w, c in weights if c > 0)
     sigma = calibrate_noise(target_epsilon=share * epsilon, delta=delta / 2, sample_rate=1.0, weights=weights,
                             accountant="best", rtol=1e-3)
     threshold = selection_threshold(sigma, delta / 4 / n_selection)
     cells = 2 * (len(geometric_grid()) - 1) + 3  # the private-dtypes kind-and-bounds query (the larger one)
     floor = math.sqrt(2.0) * sigma * float(norm.isf(_SPURIOUS / cells))
-    # the zoom reserve is no query until a column needs it
-    return DiscoveryPlan(k, sum(c for _, c in weights) - n_zooms, sigma, threshold, floor, weights, n_zooms)
+    # the zoom and step reserves are no query until a column needs them
+    return DiscoveryPlan(k, sum(c for _, c in weights) - n_zooms - n_steps, sigma, threshold, floor, weights, n_zooms,
+                         n_steps)
 
 
 def plan_for_ledger(data, ledger: PrivacyLedger, share: float, dtypes: str) -> DiscoveryPlan | None:
@@ -675,6 +700,9 @@ class FrameColumns:
         counts, missing = self.value_counts(name)
         return float(np.clip(np.fromiter(counts.values(), float, len(counts)) - cut, 0, None).sum()), missing
 
+    def step_cells(self, name) -> np.ndarray:
+        return step_classes(self.frame[name].to_numpy(dtype=float, na_value=np.nan))
+
     def numeric_cells(self, col: Column, edges) -> np.ndarray:
         return numeric_cells(self.frame[col.name], col, edges)
 
@@ -704,6 +732,8 @@ def discover(source, ledger: PrivacyLedger, share: float, rng) -> tuple[Schema, 
             pending[name] = "bool"
         elif kind in _NUMERIC_TYPES:
             col = numeric_bounds(source, name, alloc, alloc.sigma(), rng)
+            if col is not None and kind == "float":
+                col = release_step(str(name), source.step_cells(name), col, alloc, alloc.sigma(W_STEP), rng)
             if col is not None:
                 pending[name] = col
         elif plan is None or profile_counts(str(name), *source.frequent_mass(name, plan.profile_cut), n_rows,
@@ -831,6 +861,72 @@ def numeric_bounds(source, name, ledger, sigma: float, rng) -> Column | None:
     kind = "mixed" if mixed else ("integer" if integral else "continuous")
     return Column(name, kind, nullable=source.nullable(key), lower=lower, upper=upper,
                   special_values=(0.0,) if mixed else (), integer_valued=integral and mixed, dtype=source.dtype(key))
+
+
+def step_classes(values) -> np.ndarray:
+    """The cells of a step query (:func:`release_step`): for each candidate of ``STEP_CANDIDATES`` (coarsest first),
+    the number of present values whose coarsest candidate step is that one, then the values that are a multiple of
+    none (missing and infinite values count nowhere). Each value falls in one cell: L2 sensitivity 1 under
+    add/remove-one-row. A value is a multiple of c when ``q = value / c`` is within 1e-6 (plus 1e-14 of ``|q|``)
+    of a whole number, so decimals computed in floating point (0.1 + 0.2) count as their decimal; an SQL engine
+    counts the same cells with :func:`step_class_sql`."""
+    values = np.asarray(values, float)
+    values = values[np.isfinite(values)]
+    cls = np.full(len(values), len(STEP_CANDIDATES))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(len(STEP_CANDIDATES) - 1, -1, -1):  # finest first, so the coarsest match is the last written
+            q = values / STEP_CANDIDATES[k]
+            cls[np.abs(q - np.round(q)) <= 1e-6 + 1e-14 * np.abs(q)] = k
+    return np.bincount(cls, minlength=len(STEP_CANDIDATES) + 1)
+
+
+def step_class_sql(x: str) -> str:
+    """An SQL expression (DuckDB and Spark) of the cell :func:`step_classes` puts the number ``x`` in (NULL, NaN and
+    infinite numbers: -1, counted nowhere)."""
+    branches = []
+    for k, c in enumerate(STEP_CANDIDATES):
+        q = f"({x} / CAST({c!r} AS DOUBLE))"
+        branches.append(f"WHEN abs({q} - round({q})) <= 1e-06 + 1e-14 * abs({q}) THEN {k}")
+    return (f"CASE WHEN {x} IS NULL OR isnan({x}) OR abs({x}) = CAST('Infinity' AS DOUBLE) THEN -1 "
+            + " ".join(branches) + f" ELSE {len(STEP_CANDIDATES)} END")
+
+
+def release_step(name: str, cells: np.ndarray, col: Column, ledger, sigma: float, rng) -> Column:
+    """Stage 1 for a column of non-integer numbers (float dtype, or a text column found to hold them): its
+    ``step``, the coarsest of ``STEP_CANDIDATES`` (King County's floors 0.5, bathrooms 0.25, latitude 0.0001, a
+    float column of whole numbers 1) whose multiples hold all but a few of its values, or none.
+
+    One Gaussian count query (weight ``W_STEP``) of :func:`step_classes`' cells. Post-processing decides: for each
+    candidate s, coarsest first, the rows off its multiples are the cells of the classes that are not multiples of s
+    (the candidate set is closed under least common multiples) and of the last cell; s is taken when their noisy
+    sum is at most ``STEP_OFF_SHARE`` of the column's noisy count plus ``STEP_Z`` noise sds of that sum, and the
+    bounds hold at least two of its multiples. The step then shapes the column's histogram (one bin a multiple over
+    short ranges) and rounds sampled values to its multiples (:attr:`dpsynth.data.schema.Column.step`)."""
+    spend_metadata(ledger, sigma, f"DP step {name}", bins=len(cells))
+    noisy = gaussian_counts(np.asarray(cells, float), sigma=sigma, rng=rng)
+    return replace(col, step=dp_step(noisy, sigma, col.lower, col.upper))
+
+
+def dp_step(noisy: np.ndarray, sigma: float, lower: float, upper: float) -> float | None:
+    """The step :func:`release_step` takes from the noisy cells of its query (post-processing), or None.
+
+    A cell is seen when it clears the noise floor (:func:`noise_floor`). No step is decided when that floor is above
+    ``STEP_SHARE`` of the column's noisy count (the budget cannot see a class of that size). Else the step is the
+    coarsest candidate s none of whose off cells (the classes that are not multiples of s, and the last cell) is
+    seen and whose off cells sum to at most ``STEP_SHARE`` of the count plus 2 noise sds of that sum (mass spread
+    thinly over many classes), with two of its multiples inside the bounds."""
+    noisy = np.asarray(noisy, float)
+    total = float(noisy.sum())
+    floor = noise_floor(sigma, noisy)
+    if total <= 0 or floor > STEP_SHARE * total:
+        return None
+    for s in STEP_CANDIDATES:
+        off = [k for k, c in enumerate(STEP_CANDIDATES) if abs(c / s - round(c / s)) > 1e-9] + [len(STEP_CANDIDATES)]
+        if (noisy[off] >= floor).any() or noisy[off].sum() > STEP_SHARE * total + 2.0 * sigma * math.sqrt(len(off)):
+            continue
+        if math.floor(upper / s + 1e-9) - math.ceil(lower / s - 1e-9) >= 1:  # two multiples inside the bounds
+            return s
+    return None
 
 
 def noise_floor(sigma: float, noisy: np.ndarray) -> float:

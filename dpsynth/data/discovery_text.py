@@ -13,6 +13,8 @@ import pandas as pd
 
 from dpsynth.data.discovery import (
     MIXED_ZERO_SHARE,
+    STEP_RESERVE,
+    W_STEP,
     Allocation,
     FrameColumns,
     check_feasible,
@@ -27,9 +29,11 @@ from dpsynth.data.discovery import (
     plan_for_ledger,
     profile_counts,
     public_grid,
+    release_step,
     release_zooms,
     select_categories,
     spend_metadata,
+    step_classes,
     zooms,
 )
 from dpsynth.data.metadata import DPMetadata
@@ -77,6 +81,12 @@ class TextFrameColumns:
         frac_counts, _, _ = numeric_counts(present[~integral], edges, ())
         return np.concatenate([int_counts, frac_counts, [zero.sum(), is_missing.sum(), is_text.sum()]])
 
+    def step_cells(self, name) -> np.ndarray:
+        """The step query's cells of a column of numbers (:func:`~dpsynth.data.discovery.step_classes`; text
+        tokens and missing cells count nowhere)."""
+        numbers = self._numbers.get(name)
+        return step_classes(parse_numbers(self.frame[name])[0] if numbers is None else numbers)
+
     def number_cells(self, col: Column, edges) -> np.ndarray:
         """The shape histogram's cells of a numeric column (text tokens count as missing)."""
         numbers = self._numbers.pop(col.name, None)
@@ -113,6 +123,14 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng) ->
         elif plan is None or profile_counts(str(name), *source.frequent_mass(name, plan.profile_cut), n_rows,
                                             alloc, plan, rng):
             pending[name] = None
+    # the columns of non-integer numbers share the step reserve of every column (fully adaptive composition: how
+    # many there are is a DP output; the planned total holds); each gets at most a histogram's budget
+    fractional = [name for name, col in pending.items() if col is not None and not col.rounds]
+    if fractional:
+        weight = min(W_STEP, STEP_RESERVE * len(source.names) / len(fractional))
+        for name in fractional:
+            pending[name] = release_step(str(name), source.step_cells(name), pending[name], alloc,
+                                         alloc.sigma(weight), rng)
     sigma = alloc.stage_two(len(pending), reserve=sum(col is not None and zooms(col) for col in pending.values()))
     n_text = sum(col is None for col in pending.values())
     selection_delta = ledger.target_delta / 4 / max(n_text, 1)

@@ -584,6 +584,14 @@ class SQLColumns:
         counts.pop(-1, None)
         return _cell_array(counts, k + 1)
 
+    def step_cells(self, name: str) -> np.ndarray:
+        """The step query's cells (:func:`dpsynth.data.discovery.step_classes`), counted in SQL."""
+        from dpsynth.data.discovery import STEP_CANDIDATES, step_class_sql
+
+        counts = self.table.code_counts(step_class_sql("x"), {"x": f"TRY_CAST({self.table.quote(name)} AS DOUBLE)"})
+        counts.pop(-1, None)
+        return _cell_array(counts, len(STEP_CANDIDATES) + 1)
+
     def _missing(self, name: str) -> int:
         return self.table.code_counts(f"CASE WHEN {self.table.quote(name)} IS NULL THEN 1 ELSE 0 END").get(1, 0)
 
@@ -644,6 +652,14 @@ class SQLTextColumns(SQLColumns):
         inputs = {"x": f"CASE WHEN {self.table.quote(name)} IS NULL THEN CAST('NaN' AS DOUBLE) ELSE "
                        f"{self.table.number_sql(name)} END"}
         return _cell_array(self.table.code_counts(expr, inputs), 2 * d + 3)
+
+    def step_cells(self, name: str) -> np.ndarray:
+        """The step query's cells of a column of numbers (its text tokens count nowhere)."""
+        from dpsynth.data.discovery import STEP_CANDIDATES, step_class_sql
+
+        counts = self.table.code_counts(step_class_sql("x"), {"x": self.table.number_sql(name)})
+        counts.pop(-1, None)
+        return _cell_array(counts, len(STEP_CANDIDATES) + 1)
 
     def number_cells(self, col: Column, edges) -> np.ndarray:
         """The shape histogram's cells of a numeric column (its text tokens count as missing)."""

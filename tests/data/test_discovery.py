@@ -89,16 +89,16 @@ def test_every_query_is_recorded_with_its_sigma_and_budget_share():
     ledger = _ledger()
     resolve_schema(df, None, ledger=ledger, share=0.2, rng=rng)  # x: bounds 10 ... 100, its rows in 6 of 64 bins
     mechanisms = [e.mechanism for e in ledger.entries]
-    # stage 1 (row count, bounds, the text profile), stage 2 (one histogram per column still in), then the zoom of
-    # x (its 64 grid bins; k, on unit bins, needs none)
-    assert mechanisms == ["row count", "DP bounds x", "profile c", "DP bounds k", "histogram x",
+    # stage 1 (row count, bounds, the float column's step, the text profile), stage 2 (one histogram per column
+    # still in), then the zoom of x (its 64 grid bins; k, on unit bins, needs none)
+    assert mechanisms == ["row count", "DP bounds x", "DP step x", "profile c", "DP bounds k", "histogram x",
                           "partition selection c", "histogram k", "zoom x"]
     sigma = ledger.entries[0].params["sigma"]
     by_name = {e.mechanism: e.params for e in ledger.entries}
     assert by_name["profile c"]["sigma"] == pytest.approx(2 * sigma)  # weight 1/4
-    stage_one = [e.params["sigma"] for e in ledger.entries[:4] if "profile" not in e.mechanism]
-    stage_two = [e.params["sigma"] for e in ledger.entries[4:7]]
-    assert stage_one == pytest.approx([sigma] * 3, rel=2e-3)
+    stage_one = [e.params["sigma"] for e in ledger.entries[:5] if "profile" not in e.mechanism]
+    stage_two = [e.params["sigma"] for e in ledger.entries[5:8]]
+    assert stage_one == pytest.approx([sigma] * 4, rel=2e-3)  # the step query has a histogram's weight
     # the plan holds back a quarter-weight zoom for each numeric column; k (unit bins) cannot zoom, so stage 2 gets
     # its part and x's zoom the quarter held back for x (twice the noise sd)
     assert stage_two == pytest.approx([stage_two[0]] * 3, rel=2e-3) and stage_two[0] < sigma * (1 - 1e-2)
@@ -399,3 +399,103 @@ def test_the_zoom_query_has_sensitivity_one():
             diff = after - before
             assert diff.min() >= 0 and diff.sum() <= 1, (lo, hi, row)
             assert diff.sum() == (lo <= row < hi or (row == hi == col.upper)) * (row != 0.0), (lo, hi, row)
+
+
+# ---------------------------------------------------------------------------------------------- steps
+def test_step_classes_put_each_value_in_its_coarsest_step():
+    from dpsynth.data.discovery import STEP_CANDIDATES, step_classes
+
+    values = [2.0, 0.0, -3.0, 1.5, -0.5, 2.25, 0.1 + 0.2, 0.7, 0.15, 0.37, 122.005, 0.004, 47.5112, 1e-5, 3e-6,
+              math.pi, 1e12 + 0.5, np.nan, np.inf, -np.inf]
+    expected = {1.0: 3, 0.5: 3, 0.25: 1, 0.1: 2, 0.05: 1, 0.01: 1, 0.005: 1, 0.001: 1, 1e-4: 1, 1e-5: 1, 1e-6: 1}
+    counts = step_classes(np.array(values))
+    assert counts.tolist() == [expected[c] for c in STEP_CANDIDATES] + [1]  # pi; NaN and +-inf count nowhere
+    assert counts.sum() == len(values) - 3
+
+
+@pytest.mark.parametrize("shares, lower, upper, step", [
+    ({1.0: 0.6, 0.5: 0.4}, 1, 10, 0.5),  # floors
+    ({1.0: 0.3, 0.5: 0.3, 0.25: 0.4}, 0, 10, 0.25),  # bathrooms
+    ({1.0: 0.97, 0.5: 0.03}, 1, 10, 0.5),  # 3% of the rows off the whole numbers: seen above the noise
+    ({1.0: 0.9, 0.5: 0.1}, 1, 10, 0.5),
+    ({0.01: 0.5, 0.1: 0.3, 1.0: 0.2}, 0, 100, 0.01),  # money
+    ({1.0: 0.5, None: 0.5}, 0, 100, None),  # half of the values continuous
+    ({1.0: 1.0}, 0.2, 0.9, 0.25),  # whole numbers by class, but 1 and 0.5 have < 2 multiples inside the bounds
+])
+def test_the_step_is_the_coarsest_whose_multiples_hold_the_rows(shares, lower, upper, step):
+    from dpsynth.data.discovery import STEP_CANDIDATES, dp_step
+
+    n = 10_000
+    cells = np.zeros(len(STEP_CANDIDATES) + 1)
+    for c, share in shares.items():
+        cells[STEP_CANDIDATES.index(c) if c is not None else -1] = share * n
+    assert dp_step(cells, 0.0, lower, upper) == step
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # noise of 20 rows a cell (floor ~63) changes nothing here
+        assert dp_step(cells + rng.normal(0, 20, len(cells)), 20.0, lower, upper) == step
+
+
+def test_no_step_when_the_noise_could_hide_a_twentieth_of_the_rows():
+    from dpsynth.data.discovery import STEP_CANDIDATES, STEP_SHARE, dp_step, noise_floor
+
+    cells = np.zeros(len(STEP_CANDIDATES) + 1)
+    cells[1] = 2000.0  # 2,000 rows in halves
+    sigma = 30.0
+    assert noise_floor(sigma, cells) <= STEP_SHARE * 2000 and dp_step(cells, sigma, 0, 10) == 0.5
+    sigma = 400.0  # a class of 100 rows (5%) cannot be seen: the rows could be on any step
+    assert noise_floor(sigma, cells) > STEP_SHARE * 2000 and dp_step(cells, sigma, 0, 10) is None
+
+
+def _steps_frame(n: int = 20_000, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    whole = rng.integers(0, 60, n).astype(float)
+    whole[rng.random(n) < 0.05] = np.nan  # whole numbers in a float column (a CSV integer column with gaps)
+    return pd.DataFrame({
+        "floors": rng.choice([1.0, 1.5, 2.0, 2.5, 3.0], n, p=[0.45, 0.15, 0.3, 0.05, 0.05]),
+        "bathrooms": rng.integers(2, 17, n) * 0.25,
+        "latitude": np.round(rng.uniform(47.2, 47.8, n), 4),
+        "income": rng.lognormal(10, 1, n),
+        "years": whole,
+        "count": rng.integers(0, 5, n),  # an integer dtype: no step query
+    })
+
+
+@pytest.mark.parametrize("dtypes", ["public", "private"])
+def test_dp_discovery_finds_each_float_columns_step(dtypes):
+    """Halves, quarters, four decimals, whole numbers in a float column: found with DP (each fit's step queries are
+    in the ledger, at a histogram's weight for public float dtypes, sharing the reserve with private ones); a
+    continuous column gets none. A model's samples are then multiples of the steps."""
+    from dpsynth.data.discovery import STEP_RESERVE
+    from dpsynth.models import get_model_class
+
+    df = _steps_frame()
+    data = df if dtypes == "public" else df.astype(str).replace("nan", "")
+    expected = {"floors": 0.5, "bathrooms": 0.25, "latitude": 1e-4, "income": None, "years": 1.0}
+    for seed in range(3):
+        ledger = _ledger()
+        schema, _ = resolve_schema(data, None, ledger=ledger, share=0.1, rng=np.random.default_rng(seed),
+                                   dtypes=dtypes)
+        found = {c.name: c.step for c in schema.columns if c.name in expected}
+        if dtypes == "private":  # a text column of whole numbers is an integer column (step 1 by kind)
+            assert schema["years"].kind == "integer"
+            found["years"] = schema["years"].grid_step
+        assert found == expected
+        steps = [e for e in ledger.entries if e.mechanism.startswith("DP step")]
+        sigma = ledger.entries[0].params["sigma"]  # the row count's: a weight-1 stage-1 query
+        if dtypes == "public":
+            assert sorted(e.mechanism for e in steps) == ["DP step " + c for c in sorted(
+                ["floors", "bathrooms", "latitude", "income", "years"])]
+            assert [e.params["sigma"] for e in steps] == pytest.approx([sigma] * 5, rel=1e-6)
+        else:  # 6 columns' reserve shared by the 4 non-integer ones
+            assert len(steps) == 4
+            weight = STEP_RESERVE * 6 / 4
+            assert [e.params["sigma"] for e in steps] == pytest.approx([sigma / math.sqrt(weight)] * 4, rel=1e-6)
+        gauss = epsilon_of([(e.event, e.count) for e in ledger.entries], 1e-5 / 2)
+        assert gauss <= 0.1 * (1 + 1e-9)
+    fit = get_model_class("mst")(iterations=20).fit(data, epsilon=1.0, delta=1e-5, seed=0, dtypes=dtypes)
+    sample = fit.sample(2000, seed=0)
+    for name, step in expected.items():
+        if step is not None:
+            values = pd.to_numeric(sample[name]).dropna().to_numpy(float) / step
+            np.testing.assert_allclose(values, np.round(values), atol=1e-6, err_msg=name)
+    assert sample["floors"].isin([1.0, 1.5, 2.0, 2.5, 3.0]).mean() > 0.95

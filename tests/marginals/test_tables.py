@@ -487,3 +487,50 @@ def test_a_zoom_is_counted_by_the_engine_as_by_pandas(tmp_path, path_kind):
     assert len(ours.edges) > 65  # the zoom's sub-bins are in the released histogram
     np.testing.assert_allclose(ours.edges, theirs.edges)
     np.testing.assert_allclose(ours.counts, theirs.counts)
+
+
+#: numbers on which the step classes (dpsynth.data.discovery.step_classes) have to agree in pandas and the engines
+_STEP_VALUES = [2.0, 0.0, -3.0, 1.5, -0.5, 2.25, 0.1 + 0.2, 0.7, 0.15, 0.37, 122.005, 0.004, 47.5112, 1e-5, 3e-6,
+                3.141592653589793, 1e12 + 0.5, 123456.789, -0.0001, 2.5e-7, 1e300, None]
+
+
+def _step_frame() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"v": rng.choice(np.array(_STEP_VALUES, dtype=object), 3000),
+                         "u": [round(x, d) for x, d in zip(rng.uniform(-5, 5, 3000), rng.integers(0, 8, 3000))]
+                       }).astype(float)
+
+
+def test_the_step_classes_count_the_same_in_sql(tmp_path):
+    """The step query's cells of float columns (a Parquet file) and of text numbers (a CSV), counted by DuckDB,
+    equal those pandas counts: decimals computed in floating point, negative numbers, huge and tiny values."""
+    from dpsynth._io import read_table
+    from dpsynth.data.discovery import FrameColumns
+    from dpsynth.data.discovery_text import TextFrameColumns
+    from dpsynth.marginals.tables import DuckDBTable, SQLColumns, SQLTextColumns
+
+    frame = _step_frame()
+    parquet, csv = tmp_path / "s.parquet", tmp_path / "s.csv"
+    frame.to_parquet(parquet)
+    frame.to_csv(csv, index=False)
+    for name in ("v", "u"):
+        expected = FrameColumns(frame).step_cells(name)
+        assert (expected > 0).sum() >= 8, name  # the values spread over the classes: the test can tell them apart
+        np.testing.assert_array_equal(SQLColumns(DuckDBTable(str(parquet))).step_cells(name), expected, name)
+        np.testing.assert_array_equal(TextFrameColumns(read_table(str(csv), as_text=True)).step_cells(name),
+                                      expected, name)
+        np.testing.assert_array_equal(SQLTextColumns(DuckDBTable(str(csv))).step_cells(name), expected, name)
+
+
+def test_spark_counts_the_step_classes_as_pandas_does(spark, tmp_path):
+    from dpsynth.data.discovery import FrameColumns
+    from dpsynth.marginals.tables import SparkTable, SQLColumns, SQLTextColumns
+
+    frame = _step_frame()
+    parquet, csv = tmp_path / "s.parquet", tmp_path / "s.csv"
+    frame.to_parquet(parquet)
+    frame.to_csv(csv, index=False)
+    for name in ("v", "u"):
+        expected = FrameColumns(frame).step_cells(name)
+        np.testing.assert_array_equal(SQLColumns(SparkTable(str(parquet))).step_cells(name), expected, name)
+        np.testing.assert_array_equal(SQLTextColumns(SparkTable(str(csv))).step_cells(name), expected, name)
