@@ -16,8 +16,8 @@
   floor, mixed as below), the bounds and the dtype (fixed per kind: Int64, float64, str) follow from it by
   post-processing; every column is nullable. A text column then gets its profile (stage 1). Query 2 (stage 2) is the
   shape histogram (numeric; text tokens are missing values) or partition selection with the missing count (text).
-  The plan counts 2k + 1 weight-1 queries and k profiles for k columns (any column may be text), so sigma is fixed
-  before any answer.
+  The plan counts 2k + 1 weight-1 queries, k profiles and k step reserves for k columns (any column may be text,
+  any may hold fractions), so sigma is fixed before any answer.
 * **No schema, public dtypes** (default for a DataFrame: its dtypes were chosen by whoever built it, or wrote
   the Parquet file, and are treated as public structure): the schema is discovered with DP, in the two stages of
   the allocation below:
@@ -241,8 +241,8 @@ class DiscoveryPlan:
         return sum(w * c for w, c in self.weights) / self.sigma ** 2 if self.sigma > 0 else 0.0
 
     def describe(self, n_rows: float | None = None) -> str:
-        zooms = f" and up to {self.zooms} zoom(s)" if self.zooms else ""
-        zooms += f" and up to {self.steps} step quer{'y' if self.steps == 1 else 'ies'}" if self.steps else ""
+        extra = [f"{self.zooms} zoom(s)"] * bool(self.zooms) + [f"{self.steps} step queries"] * bool(self.steps)
+        zooms = f" and up to {' and '.join(extra)}" if extra else ""
         text = (f"DP discovery of {self.n_columns} column(s) ({self.n_queries} Gaussian count queries{zooms}, noise sd "
                 f"{self.sigma:.0f}): a category is released from about {self.category_rows:.0f} rows, numeric bounds "
                 f"need about {self.bound_rows:.0f} non-missing values in one decade")
