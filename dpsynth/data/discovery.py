@@ -896,12 +896,13 @@ def release_step(name: str, cells: np.ndarray, col: Column, ledger, sigma: float
     ``step``, the coarsest of ``STEP_CANDIDATES`` (King County's floors 0.5, bathrooms 0.25, latitude 0.0001, a
     float column of whole numbers 1) whose multiples hold all but a few of its values, or none.
 
-    One Gaussian count query (weight ``W_STEP``) of :func:`step_classes`' cells. Post-processing decides: for each
-    candidate s, coarsest first, the rows off its multiples are the cells of the classes that are not multiples of s
-    (the candidate set is closed under least common multiples) and of the last cell; s is taken when their noisy
-    sum is at most ``STEP_OFF_SHARE`` of the column's noisy count plus ``STEP_Z`` noise sds of that sum, and the
-    bounds hold at least two of its multiples. The step then shapes the column's histogram (one bin a multiple over
-    short ranges) and rounds sampled values to its multiples (:attr:`dpsynth.data.schema.Column.step`)."""
+    One Gaussian count query of :func:`step_classes`' cells at noise sd ``sigma`` (weight ``W_STEP`` for a float
+    column; with private dtypes a share of the columns' ``STEP_RESERVE``). Post-processing decides (:func:`dp_step`):
+    for each candidate s, coarsest first, the rows off its multiples are the cells of the classes that are not
+    multiples of s (the candidate set is closed under least common multiples) and the last cell; s is taken when
+    none of them clears the noise floor and their sum is small. The step then shapes the column's histogram (one bin
+    a multiple over short ranges) and rounds sampled values to its multiples
+    (:attr:`dpsynth.data.schema.Column.step`)."""
     spend_metadata(ledger, sigma, f"DP step {name}", bins=len(cells))
     noisy = gaussian_counts(np.asarray(cells, float), sigma=sigma, rng=rng)
     return replace(col, step=dp_step(noisy, sigma, col.lower, col.upper))
