@@ -586,11 +586,7 @@ class SQLColumns:
 
     def step_cells(self, name: str) -> np.ndarray:
         """The step query's cells (:func:`dpsynth.data.discovery.step_classes`), counted in SQL."""
-        from dpsynth.data.discovery import STEP_CANDIDATES, step_class_sql
-
-        counts = self.table.code_counts(step_class_sql("x"), {"x": f"TRY_CAST({self.table.quote(name)} AS DOUBLE)"})
-        counts.pop(-1, None)
-        return _cell_array(counts, len(STEP_CANDIDATES) + 1)
+        return _step_cells(self.table, f"TRY_CAST({self.table.quote(name)} AS DOUBLE)")
 
     def _missing(self, name: str) -> int:
         return self.table.code_counts(f"CASE WHEN {self.table.quote(name)} IS NULL THEN 1 ELSE 0 END").get(1, 0)
@@ -655,17 +651,22 @@ class SQLTextColumns(SQLColumns):
 
     def step_cells(self, name: str) -> np.ndarray:
         """The step query's cells of a column of numbers (its text tokens count nowhere)."""
-        from dpsynth.data.discovery import STEP_CANDIDATES, step_class_sql
-
-        counts = self.table.code_counts(step_class_sql("x"), {"x": self.table.number_sql(name)})
-        counts.pop(-1, None)
-        return _cell_array(counts, len(STEP_CANDIDATES) + 1)
+        return _step_cells(self.table, self.table.number_sql(name))
 
     def number_cells(self, col: Column, edges) -> np.ndarray:
         """The shape histogram's cells of a numeric column (its text tokens count as missing)."""
         expr = metadata_cell_sql(self.table, col, edges, value_sql="x")
         return _cell_array(self.table.code_counts(expr, {"x": self.table.number_sql(col.name)}),
                            len(edges) - 1 + len(col.special_values) + 3)
+
+
+def _step_cells(table: SQLTable, number_sql: str) -> np.ndarray:
+    """The step query's cells of the numbers ``number_sql`` reads (NULL, NaN, infinite: counted nowhere)."""
+    from dpsynth.data.discovery import STEP_CANDIDATES, step_class_sql
+
+    counts = table.code_counts(step_class_sql("x"), {"x": number_sql})
+    counts.pop(-1, None)
+    return _cell_array(counts, len(STEP_CANDIDATES) + 1)
 
 
 def discovery_source(table: SQLTable) -> SQLColumns:

@@ -501,14 +501,19 @@ def _step_frame() -> pd.DataFrame:
                        }).astype(float)
 
 
-def test_the_step_classes_count_the_same_in_sql(tmp_path):
-    """The step query's cells of float columns (a Parquet file) and of text numbers (a CSV), counted by DuckDB,
-    equal those pandas counts: decimals computed in floating point, negative numbers, huge and tiny values."""
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_the_step_classes_count_the_same_in_sql(tmp_path, engine, request):
+    """The step query's cells of float columns (a Parquet file) and of text numbers (a CSV), counted by DuckDB and
+    Spark, equal those pandas counts (the frame, and the CSV read as text): decimals computed in floating point,
+    negative numbers, huge and tiny values."""
     from dpsynth._io import read_table
     from dpsynth.data.discovery import FrameColumns
     from dpsynth.data.discovery_text import TextFrameColumns
-    from dpsynth.marginals.tables import DuckDBTable, SQLColumns, SQLTextColumns
+    from dpsynth.marginals.tables import DuckDBTable, SparkTable, SQLColumns, SQLTextColumns
 
+    if engine == "spark":
+        request.getfixturevalue("spark")  # skips where pyspark or Java is missing
+    table = DuckDBTable if engine == "duckdb" else SparkTable
     frame = _step_frame()
     parquet, csv = tmp_path / "s.parquet", tmp_path / "s.csv"
     frame.to_parquet(parquet)
@@ -516,21 +521,7 @@ def test_the_step_classes_count_the_same_in_sql(tmp_path):
     for name in ("v", "u"):
         expected = FrameColumns(frame).step_cells(name)
         assert (expected > 0).sum() >= 8, name  # the values spread over the classes: the test can tell them apart
-        np.testing.assert_array_equal(SQLColumns(DuckDBTable(str(parquet))).step_cells(name), expected, name)
+        np.testing.assert_array_equal(SQLColumns(table(str(parquet))).step_cells(name), expected, name)
+        np.testing.assert_array_equal(SQLTextColumns(table(str(csv))).step_cells(name), expected, name)
         np.testing.assert_array_equal(TextFrameColumns(read_table(str(csv), as_text=True)).step_cells(name),
                                       expected, name)
-        np.testing.assert_array_equal(SQLTextColumns(DuckDBTable(str(csv))).step_cells(name), expected, name)
-
-
-def test_spark_counts_the_step_classes_as_pandas_does(spark, tmp_path):
-    from dpsynth.data.discovery import FrameColumns
-    from dpsynth.marginals.tables import SparkTable, SQLColumns, SQLTextColumns
-
-    frame = _step_frame()
-    parquet, csv = tmp_path / "s.parquet", tmp_path / "s.csv"
-    frame.to_parquet(parquet)
-    frame.to_csv(csv, index=False)
-    for name in ("v", "u"):
-        expected = FrameColumns(frame).step_cells(name)
-        np.testing.assert_array_equal(SQLColumns(SparkTable(str(parquet))).step_cells(name), expected, name)
-        np.testing.assert_array_equal(SQLTextColumns(SparkTable(str(csv))).step_cells(name), expected, name)
