@@ -174,11 +174,12 @@ def test_aim_target_workload_holds_triples_with_the_target(adult, adult_schema):
 
 
 @pytest.mark.parametrize(("triples", "target", "expect_triples"), [(True, "auto", True), (False, "auto", False),
-     ("auto", "auto", False), ("auto", "age", True), ("on", "income", True), ("off", "age", False)])
+     ("auto", "auto", True), ("auto", "age", True), ("on", "income", True), ("off", "age", False),
+     ("off", "auto", False)])
 def test_batch_aim_workload_weights_the_target(adult, adult_schema, triples, target, expect_triples):
     """Known answers for batch-aim's workload on Adult's 15 columns: every pair at weight 1 plus the 91 triples with
     the target at ``target_weight``; or (``triples`` off) the 105 pairs alone, the 14 with the target weighted.
-    ``triples="auto"``: on for a numeric target (age), off for a categorical one (income, the schema's target)."""
+    ``triples="auto"``: on for a numeric target (age) and a categorical one (income, the schema's target) alike."""
     from dpsynth.data.discovery import resolve_schema
     from dpsynth.models.batch_aim import BatchAIM
 
