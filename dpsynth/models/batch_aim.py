@@ -13,9 +13,9 @@ serve and *when* to refit, neither touching the mechanisms:
   King County (price) R2 0.40 -> 0.47 and 0.43 -> 0.60 at epsilon 1 and 3; the bank-loan table AUC +0.061 /
   +0.025 / +0.014 at epsilon 0.3 / 1 / 3; Cardio +0.001 / +0.002 / +0.004 at 0.3 / 1 / 3; all with the joint
   level. Adult is the exception: AUC +0.002 / -0.002 / +0.003 at 0.3 / 1 / 3 for a 2-way TVD 0.001-0.003 worse
-  (its columns' pairs carry much structure the target-weighted triples then measure less); ``triples=off``
-  serves the joint first. The target is the schema's declared one (``target="auto"``), a named column, or none
-  (then the workload is AIM's: all pairs, equally weighted).
+  (the selection then measures fewer pairs of other columns, and a triple's noise spreads over more cells than
+  the pair it stands in for); ``triples=off`` serves the joint first. The target is the schema's declared one
+  (``target="auto"``), a named column, or none (then the workload is AIM's: all pairs, equally weighted).
 - **Batches.** Each round selects ``batch`` marginals (one exponential mechanism each, among the candidates not
   yet picked this round, all scored against the same model) and measures them, then refits the graphical model
   once. The number of refits - where AIM spends its time - drops by about ``batch``; each selection and
