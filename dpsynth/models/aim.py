@@ -140,9 +140,10 @@ class AIM(SelectMeasureGenerate):
         epsilon = math.sqrt(8 * (1 - _MEASURE_SHARE) * rho / rounds) if private else math.inf
         candidates = self._queries(self._candidates(self._workload()))
         max_cells = self.max_model_size * 2 ** 20 / 8
-        measurements = [measure(self._counts, (j,), sigma, ledger=ledger, phase=PHASE, names=names, rng=rng)
+        opening = self._opening_sigma(sigma, rho) if private else sigma
+        measurements = [measure(self._counts, (j,), opening, ledger=ledger, phase=PHASE, names=names, rng=rng)
                         for j in range(d)]
-        rho_used = d * gaussian_rho(sigma) if private else 0.0
+        rho_used = d * gaussian_rho(opening) if private else 0.0
         measurements += self._metadata_measurements()
         model = MarkovRandomField(sizes, [(j,) for j in range(d)], self.metadata_.n_rows)
         model.estimate(measurements, iterations=self.round_iterations)
@@ -207,10 +208,15 @@ class AIM(SelectMeasureGenerate):
                     "target": self.target or None, "max_bins": self.max_bins, "coarse_bins": self.coarse_bins,
                     "coarse_categories": self.coarse_categories,
                     "selected": [q.labels(names) for q in selected],
-                    "final_sigma": json_number(sigma), "model_cells": int(model.size()),
+                    "opening_sigma": json_number(opening), "final_sigma": json_number(sigma),
+                    "model_cells": int(model.size()),
                     "epsilon_after": json_number(ledger.epsilon())}
         self.budget_ = budget_summary(ledger, n_dp=float(self.metadata_.n_rows), metadata_epsilon=spent_before,
                                       phases=[(PHASE, settings)], shares={PHASE: 1.0})
+
+    def _opening_sigma(self, sigma: float, rho: float) -> float:
+        """The noise sd of the opening 1-way measurements: the rounds' opening sigma, as in the paper."""
+        return sigma
 
     def _per_round(self, picks_left: float) -> int:
         """Marginals selected and measured per round, between two refits (1 in AIM); ``picks_left``: how many

@@ -204,6 +204,46 @@ def test_batch_aim_workload_weights_the_target(adult, adult_schema, triples, tar
         assert sum(w == 1.0 for w in pairs.values()) == math.comb(d - 1, 2)
 
 
+def _opening_sigmas(model) -> list[float]:
+    """The noise sds of the model's first d measurements in its AIM phase (the opening 1-way measurements)."""
+    sigmas: list[float] = []
+    for e in model.ledger_.entries:
+        if e.phase == "aim" and e.mechanism.startswith("measure"):
+            sigmas += [e.event.noise_multiplier] * e.count
+    return sigmas[:len(model.schema_)]
+
+
+def test_batch_aim_opening_noise_lowers_the_opening_noise_within_a_quarter_of_the_budget(adult, adult_schema):
+    """Known answers for ``opening_noise``: on 800 of Adult's rows AIM's opening sigma (16 rounds a column) leaves
+    each 1-way histogram noisier than the rule allows, so the opening measurements get the rule's sigma - the one
+    at which a column of the mean cell count carries an expected L1 noise of 0.1 x the DP row count, or the one
+    that spends a quarter of the budget, whichever is larger - and the ledger records exactly that; the whole budget
+    is still spent, never more; 0 (the default) keeps AIM's opening."""
+    train = adult[0].sample(800, random_state=3).reset_index(drop=True)
+    fast = {"round_iterations": 10, "iterations": 20, "max_model_size": 1.0}
+    plain = BatchAIM(**fast).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    opened = BatchAIM(opening_noise=0.1, **fast).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    d = len(adult_schema)
+    for model in (plain, opened):
+        assert 0.99 <= model.ledger_.epsilon() <= 1.0 + 1e-9
+    rho = plain.budget_["phases"]["aim"]["rho"]
+    assert opened.budget_["phases"]["aim"]["rho"] == pytest.approx(rho)
+    aim_sigma = math.sqrt(16 * d / (2 * 0.9 * rho))
+    assert _opening_sigmas(plain) == pytest.approx([aim_sigma] * d)
+    n, cells = float(opened.metadata_.n_rows), float(np.mean(opened.discretizer_.sizes))
+    wanted = 0.1 * n / (math.sqrt(2 / math.pi) * cells)
+    quarter = math.sqrt(d / (2 * 0.25 * rho))
+    expected = min(aim_sigma, max(wanted, quarter))
+    assert expected < aim_sigma / 2  # the rule binds on this table
+    assert _opening_sigmas(opened) == pytest.approx([expected] * d)
+    assert opened.budget_["phases"]["aim"]["opening_sigma"] == pytest.approx(expected)
+    assert d * gaussian_rho(expected) <= 0.25 * rho * (1 + 1e-9)
+    # never noisier than AIM's opening: where AIM's sigma already meets the rule it is kept
+    assert opened._opening_sigma(1.0, rho) == 1.0
+    with pytest.raises(Exception, match="opening_noise"):
+        BatchAIM(opening_noise=-0.1).check_params()
+
+
 @pytest.mark.parametrize("bad", ["yes", 1, None])
 def test_batch_aim_refuses_an_unknown_triples_choice(bad):
     from dpsynth.errors import InputError
