@@ -40,6 +40,24 @@ def test_fit_sample_info(small_csv, tmp_path, adult_schema):
     assert info["model"] == "marginals" and 0 < info["ledger"]["epsilon"] <= 1
 
 
+def test_fit_without_a_schema_takes_a_declared_target(small_csv, tmp_path):
+    """``dpsynth fit FILE.csv --target COL``: the pre-flight plan says what the target gets, the DP schema in the
+    model file carries it, and its minority class (24% of 1,500 rows) is released."""
+    model_path = tmp_path / "m.dpsynth"
+    result = _run("fit", str(small_csv), "--model", "marginals", "--epsilon", "3", "--target", "income", "--out",
+                  str(model_path), "--seed", "2")
+    assert result.returncode == 0, result.stderr
+    assert "the target 'income' gets 25% of the budget" in result.stderr
+    info = json.loads(_run("info", str(model_path), "--json").stdout)
+    assert info["schema"]["target"] == "income" and info["schema"]["provenance"] == "dp"
+    income = next(c for c in info["schema"]["columns"] if c["name"] == "income")
+    assert {"<=50K", ">50K"} <= set(income["categories"])
+    bad = _run("fit", str(small_csv), "--model", "marginals", "--epsilon", "3", "--target", "incme", "--out",
+               str(tmp_path / "n.dpsynth"))
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].endswith("Found 'incme'.")
+    assert not (tmp_path / "n.dpsynth").exists()
+
+
 def test_schema_infer_says_it_read_private_data_and_how_to_vouch_for_it(small_csv):
     result = _run("schema", "infer", str(small_csv))
     assert result.returncode == 0

@@ -16,6 +16,7 @@ deltas: [1.0e-5]
 seeds: [0, 1, 2]
 schema: public                    # public: the shipped (or inferred, taken as public) schema; none: DP discovery
 dtypes: public                    # with schema none: private reads every cell as text, as `dpsynth fit FILE.csv`
+declare_target: false             # with schema none: true tells the fit the dataset's target (`dpsynth fit --target`)
 rows: 0                           # 0: every training row; n: the first n of the (seeded) shuffled training split
 metrics: [similarity, unsupervised, ml_efficacy]    # groups of dpsynth.evaluate
 eval_seeds: [0]                   # model seeds of the ML-efficacy classifiers
@@ -27,7 +28,7 @@ peers: {smartnoise: /opt/venv-sn/bin/python}      # peer libraries' interpreters
 
 A *run* is one cell of the grid; its key is a hash of everything that decides its result (model, parameters,
 dataset, epsilon, delta, seed, schema mode, dtypes, rows, metrics, evaluation seeds and classifiers, attacks,
-dpsynth's version),
+declared target, dpsynth's version),
 so a results file knows which runs of a spec are done, and a changed spec or a new dpsynth version runs again.
 """
 
@@ -45,7 +46,7 @@ from dpsynth.errors import InputError
 __all__ = ["BenchSpec", "Run", "load_spec", "parse_spec"]
 
 _TOP = {"name", "models", "datasets", "epsilons", "deltas", "seeds", "schema", "rows", "metrics", "eval_seeds",
-        "risk", "limits", "dtypes", "ml_models", "peers"}
+        "risk", "limits", "dtypes", "ml_models", "peers", "declare_target"}
 DEFAULT_METRICS = ("similarity", "unsupervised", "ml_efficacy")
 DEFAULT_LIMITS = {"time_s": 3600.0, "memory_gb": 8.0}
 
@@ -72,12 +73,14 @@ class Run:
     version: str
     ml_models: tuple[str, ...] = ()  # empty: every ML-efficacy classifier
     peer_python: str | None = None  # a peer library's interpreter (dpsynth.bench.peers)
+    declare_target: bool = False  # schema none: the fit is told the target (``fit(..., target=...)``)
 
     @property
     def key(self) -> str:
         fields = asdict(self)
         fields.pop("label")  # a display name: renaming a model does not make its runs new
-        for name in ("ml_models", "peer_python"):  # defaults: keys recorded before these fields existed still match
+        # defaults: keys recorded before these fields existed still match
+        for name in ("ml_models", "peer_python", "declare_target"):
             if not fields[name]:
                 fields.pop(name)
         fields["epsilon"] = "inf" if math.isinf(self.epsilon) else self.epsilon
@@ -259,6 +262,12 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
         raise InputError(f"spec.dtypes must be 'public' or 'private'. Found {dtypes!r}.")
     if dtypes == "private" and schema == "public":
         raise InputError("spec.dtypes: private applies without a schema; set schema: none.")
+    declare_target = data.get("declare_target", False)
+    if not isinstance(declare_target, bool):
+        raise InputError(f"spec.declare_target must be true or false. Found {declare_target!r}.")
+    if declare_target and schema == "public":
+        raise InputError("spec.declare_target applies without a schema (a public schema declares its target); set "
+                         "schema: none.")
     rows = data.get("rows", 0)
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
         raise InputError(f"spec.rows must be an integer >= 0 (0: every row). Found {rows!r}.")
@@ -281,7 +290,7 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
 
     runs = [Run(model, label, params, dataset, path, target, epsilon, delta, int(seed), schema, dtypes, rows,
                 tuple(metrics), tuple(int(s) for s in eval_seeds), risk, __version__, ml_models,
-                peers.get(peer_library(model) or ""))
+                peers.get(peer_library(model) or ""), declare_target)
             # seeds outermost: a grid stopped part-way has a first seed of every cell rather than all seeds of few
             for seed in seeds for epsilon in epsilons for delta in deltas for (dataset, path, target) in datasets
             for (model, label, params) in models]

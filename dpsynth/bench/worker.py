@@ -73,7 +73,8 @@ def run(run) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
-        model.fit(train, epsilon=run.epsilon, delta=run.delta, schema=schema, seed=run.seed, dtypes=run.dtypes)
+        model.fit(train, epsilon=run.epsilon, delta=run.delta, schema=schema, seed=run.seed, dtypes=run.dtypes,
+                  target=target if run.declare_target else None)
         fit_s = time.perf_counter() - start
         start = time.perf_counter()
         synthetic = model.sample(seed=run.seed)  # the DP row count

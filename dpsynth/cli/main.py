@@ -104,6 +104,10 @@ def _add_fit(sub) -> None:
                    help="share of epsilon for the metadata phase (default: the model's, 0.1 or 0.3 for dp-tldm and "
                    "dp-auto-gan)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
+    p.add_argument("--target", metavar="COL",
+                   help="the column the synthetic data is to predict (public, like a schema's target): without "
+                   "--schema, DP discovery gives it a quarter of the metadata budget so its rarer classes are "
+                   "released; target-aware models (batch-aim) build their workload around it")
     p.add_argument("--backend", choices=["numpy", "duckdb", "spark"], default=None,
                    help="where a DP model reads the rows: 'numpy' in memory (default), 'duckdb' (SQL, spills to "
                    "disk) or 'spark' (the active or a local Spark session); a Parquet / CSV file is then read by that "
@@ -283,7 +287,8 @@ def _parse_params(pairs: list[str]) -> dict:
     return params
 
 
-def _fit_model(name, train, *, epsilon, delta, schema, metadata_share, params, seed, progress, dtypes="public"):
+def _fit_model(name, train, *, epsilon, delta, schema, metadata_share, params, seed, progress, dtypes="public",
+               target=None):
     from dpsynth.models import get_model_class
 
     model_cls = get_model_class(name)
@@ -292,7 +297,7 @@ def _fit_model(name, train, *, epsilon, delta, schema, metadata_share, params, s
     except TypeError as exc:
         raise InputError(f"Bad hyper-parameter for model '{name}': {exc}.") from exc
     return model.fit(train, epsilon=epsilon, delta=delta, schema=schema, metadata_share=metadata_share, seed=seed,
-                     progress=progress, dtypes=dtypes)
+                     progress=progress, dtypes=dtypes, target=target)
 
 
 def _cmd_fit(args) -> int:
@@ -331,12 +336,13 @@ def _cmd_fit(args) -> int:
     share = args.metadata_share if args.metadata_share is not None else model_cls.default_metadata_share
     if schema is None and not math.isinf(args.epsilon) and not args.quiet and 0 < share < 1:
         # the pre-flight estimate: public facts only (budget, share, number and types of columns), before any query
-        plan = _plan_of(train, args.backend, epsilon=args.epsilon, delta=args.delta, share=share, dtypes=dtypes)
+        plan = _plan_of(train, args.backend, epsilon=args.epsilon, delta=args.delta, share=share, dtypes=dtypes,
+                        target=args.target)
         if plan is not None:
             print(f"dpsynth: {plan.describe()}", file=sys.stderr)
     model = _fit_model(args.model, train, epsilon=args.epsilon, delta=args.delta, schema=schema,
                        metadata_share=args.metadata_share, params=params, seed=args.seed,
-                       progress=not args.quiet, dtypes=dtypes if schema is None else "public")
+                       progress=not args.quiet, dtypes=dtypes if schema is None else "public", target=args.target)
     model.save(args.out)
     print(model.ledger_)
     print(f"dpsynth: wrote {args.out}", file=sys.stderr)

@@ -18,6 +18,7 @@ from dpsynth.data.discovery import (
     Allocation,
     FrameColumns,
     check_feasible,
+    discovered_schema,
     dp_bounds,
     floored_counts,
     geometric_grid,
@@ -101,17 +102,19 @@ class TextFrameColumns:
         return FrameColumns(self.frame[[name]]).frequent_mass(name, cut)
 
 
-def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng) -> tuple[Schema, DPMetadata]:
+def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng, *, target: str | None = None
+                            ) -> tuple[Schema, DPMetadata]:
     """DP discovery on a text frame (or a :class:`TextFrameColumns`-like source: an engine's text CSV), in the
     two stages of :class:`~dpsynth.data.discovery.Allocation`. Stage 1: the row count, one kind-and-bounds query
     per column and, for the columns it finds to be text, a profile query
     (:func:`~dpsynth.data.discovery.profile_counts`). Stage 2: one query per column still in (the shape histogram,
     or partition selection with the missing count), at the sigma the rest of the budget allows. The plan assumes
     every column may be text (k profiles), so sigma is fixed before any query is answered; what stage 1 does not
-    use goes to stage 2."""
+    use goes to stage 2. A declared ``target``'s stage-2 query has a larger weight
+    (:func:`~dpsynth.data.discovery.plan_discovery`)."""
     if isinstance(source, pd.DataFrame):
         source = TextFrameColumns(source)
-    plan = plan_for_ledger(source, ledger, share, "private")
+    plan = plan_for_ledger(source, ledger, share, "private", target)
     alloc = Allocation(ledger, share, plan)
     n_rows = noisy_row_count(source, alloc, alloc.sigma(), rng)
     check_feasible(plan, n_rows)
@@ -131,22 +134,24 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng) ->
         for name in fractional:
             pending[name] = release_step(str(name), source.step_cells(name), pending[name], alloc,
                                          alloc.sigma(weight), rng)
-    sigma = alloc.stage_two(len(pending), reserve=sum(col is not None and zooms(col) for col in pending.values()))
+    sigma = alloc.stage_two(len(pending), reserve=sum(col is not None and zooms(col) for col in pending.values()),
+                            with_target=any(str(name) == target for name in pending))
     n_text = sum(col is None for col in pending.values())
     selection_delta = ledger.target_delta / 4 / max(n_text, 1)
-    threshold = selection_threshold(sigma, selection_delta)
-    floor = noise_floor(sigma, np.zeros(_KIND_CELLS))  # missing mass below it is noise (post-processing)
     columns, hists = [], {}
     for name, col in pending.items():
+        col_sigma = alloc.target_sigma(sigma, name)
+        floor = noise_floor(col_sigma, np.zeros(_KIND_CELLS))  # missing mass below it is noise (post-processing)
         if col is not None:
             edges = public_grid(col)
-            hist = noisy_numeric_histogram(source.number_cells(col, edges), col, edges, alloc, sigma, rng)
+            hist = noisy_numeric_histogram(source.number_cells(col, edges), col, edges, alloc, col_sigma, rng)
             if hist.missing < floor:
                 hist = replace(hist, missing=0.0)
         else:
             key_counts, missing = source.value_counts(name)
-            col, hist = select_categories(str(name), key_counts, missing, n_rows, alloc, sigma, threshold,
-                                          selection_delta, rng, nullable=True, dtype="str")
+            col, hist = select_categories(str(name), key_counts, missing, n_rows, alloc, col_sigma,
+                                          selection_threshold(col_sigma, selection_delta), selection_delta, rng,
+                                          nullable=True, dtype="str")
             if hist is not None:
                 hist = replace(hist, missing=hist.missing if hist.missing >= floor else 0.0)
         if col is not None:
@@ -155,8 +160,7 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng) ->
     if not columns:
         raise InputError("DP discovery found no usable column; declare a schema.")
     release_zooms(hists, columns, source.number_cells, alloc, sigma, alloc.stage_two, rng)
-    excluded = tuple(str(name) for name in source.names if str(name) not in hists)
-    return Schema(tuple(columns), provenance="dp", excluded=excluded), DPMetadata(n_rows, hists, sigma=sigma)
+    return discovered_schema(source.names, columns, hists, target), DPMetadata(n_rows, hists, sigma=sigma)
 
 
 _KIND_CELLS = 2 * (len(geometric_grid()) - 1) + 3  # cells of the kind-and-bounds query

@@ -19,6 +19,7 @@ Subclasses implement ``_fit``, ``_sample``, ``_get_state`` and ``_set_state``.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import math
@@ -46,6 +47,20 @@ __all__ = ["Synthesizer", "FORMAT_VERSION", "SAMPLE_CHUNK_ROWS", "check_seed", "
 MARGINAL_REFERENCE_ROWS = 50_000
 #: rows per chunk of :meth:`Synthesizer.sample_chunks` (memory is bounded by one chunk, not by n)
 SAMPLE_CHUNK_ROWS = 200_000
+
+
+def with_target(schema: Schema | None, target: object) -> Schema | None:
+    """``schema`` with the declared ``target`` filled in (``fit(..., target=...)``); None stays None (DP discovery
+    takes the target itself). A target that differs from the schema's own is refused: which one is meant?"""
+    if target is None:
+        return schema
+    if not isinstance(target, str) or not target:
+        raise InputError(f"target must be a column name. Found {target!r}.")
+    if schema is None or schema.target == target:
+        return schema
+    if schema.target is not None:
+        raise InputError(f"target {target!r} differs from the schema's target {schema.target!r}; give one of them.")
+    return dataclasses.replace(schema, target=target)  # the schema checks that it names one of its columns
 
 
 def check_seed(seed: object) -> None:
@@ -143,6 +158,7 @@ class Synthesizer(ABC):
         seed: int | None = None,
         progress: bool = False,
         dtypes: str = "public",
+        target: str | None = None,
     ) -> Synthesizer:
         """Fit on private ``data`` within a privacy budget; see the module docstring.
 
@@ -165,6 +181,11 @@ class Synthesizer(ABC):
         ``"private"`` - inferred from the values (as ``pd.read_csv`` does), hence not public: every value is read
         as text and kinds, nullability and dtypes are decided with DP (:mod:`dpsynth.data.text`). ``dpsynth fit
         FILE.csv`` without a schema uses ``"private"``.
+
+        ``target``: the column the synthetic data is to predict (public: the analyst's choice, like a schema's
+        ``target``, which it fills in). Without a schema, DP discovery releases it with a quarter of the metadata
+        budget, so its rarer classes clear the release threshold (:func:`~dpsynth.data.discovery.plan_discovery`),
+        and target-aware models (``batch-aim``; ``aim`` with ``target="auto"``) build their workload around it.
         """
         from dpsynth.data.discovery import prepare_private_text, resolve_schema
         from dpsynth.data.text import DTYPE_MODES, as_text
@@ -186,6 +207,7 @@ class Synthesizer(ABC):
             raise InputError(f"Model '{self.name}' is a non-private baseline: use epsilon=inf.")
         if dtypes not in DTYPE_MODES:
             raise InputError(f"dtypes must be one of {', '.join(DTYPE_MODES)}. Found {dtypes!r}.")
+        schema = with_target(schema, target)
         if schema is not None and schema.provenance == "inferred" and not math.isinf(float(epsilon)):
             # an inferred schema holds exact min/max and every category of the rows: used unreviewed in a DP fit,
             # it would put non-DP facts about the rows into the model file (DESIGN.md §1 rule 2)
@@ -206,13 +228,15 @@ class Synthesizer(ABC):
                           "public_schema": schema is not None, "dtypes": dtypes}
         rng = np.random.default_rng(seed)
         if in_engine:
-            self._fit_in_engine(data, schema, metadata_share, rng=rng, progress=progress, dtypes=dtypes)
+            self._fit_in_engine(data, schema, metadata_share, rng=rng, progress=progress, dtypes=dtypes,
+                                target=target)
             self._fit_marginal_map(rng)
             self._fitted = True
             return self
         # metadata: public schema or DP discovery, plus DP row count and histograms (phase "metadata")
         self.schema_, self.metadata_ = resolve_schema(
-            data, schema, ledger=self.ledger_, share=metadata_share, rng=rng, progress=progress, dtypes=dtypes
+            data, schema, ledger=self.ledger_, share=metadata_share, rng=rng, progress=progress, dtypes=dtypes,
+            target=target,
         )
         if dtypes == "private":
             data = prepare_private_text(data, self.schema_)
@@ -236,7 +260,7 @@ class Synthesizer(ABC):
             self.marginal_map_ = MarginalMap.fit(reference, self.schema_, self.metadata_)
 
     def _fit_in_engine(self, source, schema: Schema, share: float, *, rng: np.random.Generator,
-                       progress: bool, dtypes: str) -> None:
+                       progress: bool, dtypes: str, target: str | None = None) -> None:
         """Fit on a table an SQL engine holds (:mod:`dpsynth.marginals.tables`): the metadata phase (the public
         schema's histograms, or DP discovery without one) from the engine's exact counts, released by the same code
         (and the same draws of ``rng``) as the pandas path, then :meth:`_fit_table`.
@@ -259,11 +283,11 @@ class Synthesizer(ABC):
         try:
             if schema is None and (table.text_csv or dtypes == "private"):
                 self.schema_, self.metadata_ = discover_private_dtypes(SQLTextColumns(table), self.ledger_, share,
-                                                                       rng)
+                                                                       rng, target=target)
                 table.parse_numbers([c.name for c in self.schema_.columns if c.is_numeric])
                 self.fit_info_["dtypes"] = "private"
             elif schema is None:  # DP discovery from the engine's column types and SQL counts
-                self.schema_, self.metadata_ = discover(SQLColumns(table), self.ledger_, share, rng)
+                self.schema_, self.metadata_ = discover(SQLColumns(table), self.ledger_, share, rng, target=target)
             else:
                 n_rows, cells = count_metadata_cells(table, schema)
                 self.schema_ = schema

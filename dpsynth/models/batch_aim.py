@@ -85,11 +85,11 @@ class BatchAIM(AIM):
 
     def _opening_sigma(self, sigma: float, rho: float) -> float:
         # older model files have no opening_noise: AIM's opening
-        share = float(getattr(self, "opening_noise", 0.0))
-        if not share:
+        ratio = float(getattr(self, "opening_noise", 0.0))  # mean |noise| over the mean count of a cell
+        if not ratio:
             return sigma
         sizes = self.discretizer_.sizes
-        wanted = share * max(float(self.metadata_.n_rows), 1.0) / (math.sqrt(2 / math.pi) * float(np.mean(sizes)))
+        wanted = ratio * max(float(self.metadata_.n_rows), 1.0) / (math.sqrt(2 / math.pi) * float(np.mean(sizes)))
         dearest = math.sqrt(len(sizes) / (2 * _OPENING_CAP * rho))  # d / (2 sigma^2) = _OPENING_CAP * rho
         return min(sigma, max(wanted, dearest))
 

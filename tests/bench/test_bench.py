@@ -52,6 +52,8 @@ SMALL = {"name": "t", "models": ["marginals"], "datasets": ["wine"], "epsilons":
     ({"epochs": 3}, "spec has unknown field(s) epochs"),
     ({"risk": ["shadow_groundhog"]}, "spec.risk must be false, 'default' or a list of"),
     ({"models": [{"name": "marginals"}, {"name": "marginals"}]}, "two models have the same label"),
+    ({"declare_target": "yes", "schema": "none"}, "spec.declare_target must be true or false"),
+    ({"declare_target": True}, "spec.declare_target applies without a schema"),
 ])
 def test_spec_errors_name_the_field(change, message, tmp_path):
     with pytest.raises(InputError) as info:
@@ -70,6 +72,12 @@ def test_spec_file_grid_and_run_keys(tmp_path):
     renamed = parse_spec({**SMALL, "models": [{"name": "marginals", "label": "floor"}]})
     assert renamed.runs[0].key == parse_spec(SMALL).runs[0].key  # a label is a display name
     assert parse_spec({**SMALL, "epsilons": [2]}).runs[0].key != parse_spec(SMALL).runs[0].key
+    # a declared target is a different fit; left at its default, the keys recorded before the field stay valid
+    no_schema = {**SMALL, "schema": "none"}
+    declared = parse_spec({**no_schema, "declare_target": True}).runs[0]
+    assert declared.declare_target and declared.key != parse_spec(no_schema).runs[0].key
+    assert parse_spec({**no_schema, "declare_target": False}).runs[0].key == parse_spec(no_schema).runs[0].key
+    assert type(declared).from_dict(declared.to_dict()) == declared
     (tmp_path / "bad.yaml").write_text("models: [marginals\n")
     with pytest.raises(InputError, match="not valid YAML"):
         load_spec(tmp_path / "bad.yaml")

@@ -11,6 +11,7 @@ import pytest
 from dp_accounting import dp_event
 
 from dpsynth.data.discovery import OTHER, calibrate_metadata_sigma, resolve_schema
+from dpsynth.errors import InputError
 from dpsynth.privacy.accounting import epsilon_of
 from dpsynth.privacy.ledger import PrivacyLedger
 
@@ -267,8 +268,6 @@ def test_calibration_meets_the_share():
 
 
 def test_bad_input_under_dp_discovery():
-    from dpsynth.errors import InputError
-
     rng = np.random.default_rng(0)
     n = 5000
     with pytest.warns(UserWarning, match="'a' is excluded: too few non-missing values.*schema.*metadata-share"):
@@ -499,3 +498,70 @@ def test_dp_discovery_finds_each_float_columns_step(dtypes):
             values = pd.to_numeric(sample[name]).dropna().to_numpy(float) / step
             np.testing.assert_allclose(values, np.round(values), atol=1e-6, err_msg=name)
     assert sample["floors"].isin([1.0, 1.5, 2.0, 2.5, 3.0]).mean() > 0.95
+
+
+# ------------------------------------------------------------------------------------------ a declared target
+def _rare_target_frame(n=4_000, positives=600, seed=0):
+    """A loan-like table: 13 text and numeric columns and a yes/no target whose 'yes' (15%) is below the release
+    threshold of an ordinary column at epsilon 1 (~1,000 rows) and well above a declared target's (~330)."""
+    rng = np.random.default_rng(seed)
+    data = {f"c{i}": rng.choice(["u", "v", "w"], n) for i in range(7)}
+    data.update({f"x{i}": rng.integers(0, 90, n) for i in range(6)})
+    y = np.array(["yes"] * positives + ["no"] * (n - positives))
+    return pd.DataFrame({**data, "y": rng.permutation(y)})
+
+
+def test_a_declared_target_gets_a_quarter_of_the_plan_and_its_events_carry_that_sigma():
+    from dpsynth.data.discovery import TARGET_SHARE, plan_discovery
+
+    df = _rare_target_frame()
+    plain = plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1)
+    plan = plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1, target="y")
+    # the target's query holds TARGET_SHARE of the plan's GDP budget mu^2 = sum(weight * count) / sigma^2
+    assert plan.target == "y" and plan.target_weight * plan.sigma ** -2 == pytest.approx(
+        TARGET_SHARE * plan.planned_precision, rel=1e-9)
+    assert plain.target is None and plain.target_weight == 1.0
+    assert plan.planned_precision == pytest.approx(plain.planned_precision, rel=3e-3)  # the same phase budget
+    assert "the target 'y' gets 25% of the budget" in plan.describe()
+    with pytest.raises(InputError, match="target must be a column of the data"):
+        plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1, target="nope")
+
+    ledger = _ledger()
+    schema, meta = resolve_schema(df, None, ledger=ledger, share=0.1, rng=np.random.default_rng(0), target="y")
+    sigmas = {e.mechanism: e.params["sigma"] for e in ledger.entries}
+    stage_two = sigmas["histogram x0"]
+    assert sigmas["partition selection y"] == pytest.approx(stage_two / math.sqrt(plan.target_weight), rel=1e-9)
+    assert sigmas["partition selection c0"] == pytest.approx(stage_two) and meta.sigma == pytest.approx(stage_two)
+    assert schema.target == "y"
+    gauss = epsilon_of([(e.event, e.count) for e in ledger.entries], 1e-5 / 2)
+    assert 0.1 * (1 - 3e-3) <= gauss <= 0.1 * (1 + 1e-9)  # the whole phase budget, no more
+
+
+@pytest.mark.parametrize("dtypes", ["public", "private"])
+def test_a_declared_targets_rare_class_is_released_where_it_was_not(dtypes):
+    from dpsynth.data.text import as_text
+
+    df = _rare_target_frame()
+    data = as_text(df) if dtypes == "private" else df
+    with_target = without = 0
+    for seed in range(5):
+        plain, _ = resolve_schema(data, None, ledger=_ledger(), share=0.1, rng=np.random.default_rng(seed),
+                                  dtypes=dtypes)
+        declared, _ = resolve_schema(data, None, ledger=_ledger(), share=0.1, rng=np.random.default_rng(seed),
+                                     dtypes=dtypes, target="y")
+        without += "yes" in plain["y"].categories
+        with_target += "yes" in declared["y"].categories
+        assert plain.target is None and declared.target == "y"
+    # 600 rows: ~2.5 noise sds under an ordinary column's threshold, ~4.5 above the target's
+    assert without == 0 and with_target == 5
+
+
+def test_a_target_released_with_one_class_or_none_is_warned_from_dp_outputs_only():
+    df = _rare_target_frame(positives=15)
+    with pytest.warns(UserWarning, match=r"target column 'y' has 1 class\(es\) released at this budget"):
+        schema, _ = resolve_schema(df, None, ledger=_ledger(), share=0.1, rng=np.random.default_rng(0), target="y")
+    assert schema.target == "y"
+    ids = df.assign(y=[f"id{i}" for i in range(len(df))])  # ID-like: excluded by its profile
+    with pytest.warns(UserWarning, match="target column 'y' was not released at this budget"):
+        schema, _ = resolve_schema(ids, None, ledger=_ledger(), share=0.1, rng=np.random.default_rng(0), target="y")
+    assert schema.target is None and "y" in schema.excluded

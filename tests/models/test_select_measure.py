@@ -173,6 +173,34 @@ def test_aim_target_workload_holds_triples_with_the_target(adult, adult_schema):
     assert any(income in c for c in model.selected_)
 
 
+def test_a_declared_target_steers_the_workload_without_a_schema_and_fills_a_schema_in(adult, adult_schema):
+    """``fit(..., target=...)``: DP discovery's schema carries the target, so ``target="auto"`` builds the triples
+    workload on a table that came with no schema; a public schema without a target gets it; a different one is
+    refused before any query."""
+    import dataclasses
+
+    from dpsynth.errors import InputError
+
+    train = adult[0].sample(3000, random_state=1).reset_index(drop=True)
+    model = AIM(target="auto", round_iterations=20, iterations=50, max_model_size=4.0)
+    model.fit(train, epsilon=1.0, delta=1e-5, seed=0, target="income")
+    assert model.schema_.provenance == "dp" and model.schema_.target == "income"
+    d = len(model.discretizer_.names)
+    assert model.budget_["phases"]["aim"]["workload"] == math.comb(d - 1, 2) + math.comb(d, 2) + d
+    assert set(model.schema_["income"].categories) >= {"<=50K", ">50K"}
+
+    no_target = dataclasses.replace(adult_schema, target=None)
+    model = MST(iterations=50).fit(train, epsilon=1.0, delta=1e-5, schema=no_target, seed=0, target="income")
+    assert model.schema_.target == "income"
+    fresh = MST()
+    with pytest.raises(InputError, match="differs from the schema's target 'income'"):
+        fresh.fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, target="age")
+    assert not hasattr(fresh, "ledger_")  # refused before the ledger opened: nothing was read
+    with pytest.raises(InputError, match="target must be a column of the data"):
+        fresh.fit(train, epsilon=1.0, delta=1e-5, target="nope")
+    assert not any(e.phase == "metadata" for e in fresh.ledger_.entries)
+
+
 @pytest.mark.parametrize(("triples", "target", "expect_triples"), [(True, "auto", True), (False, "auto", False),
      ("auto", "auto", True), ("auto", "age", True), ("on", "income", True), ("off", "age", False),
      ("off", "auto", False)])
