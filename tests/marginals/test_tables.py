@@ -348,19 +348,23 @@ def test_the_number_rule_counts_the_same_in_sql(tmp_path):
     assert sql_side.value_counts("word") == pandas_side.value_counts("word")
 
 
-def test_a_csv_without_schema_is_discovered_in_duckdb_as_in_pandas(tmp_path):
+@pytest.mark.parametrize("target", [None, "word"])
+def test_a_csv_without_schema_is_discovered_in_duckdb_as_in_pandas(tmp_path, target):
     """`fit("t.csv", backend="duckdb")` without a schema: private-dtype discovery in SQL (kinds from DP counts of
     the text classes), then the numeric columns read by the number rule; the same seed gives the fit of the
-    pandas path (the file read as text, dtypes="private"): schema, histograms, selection, rows, ledger."""
+    pandas path (the file read as text, dtypes="private"): schema, histograms, selection, rows, ledger; with a
+    declared target too (its heavier query at the same sigma in both)."""
     from dpsynth._io import read_table
 
     path = tmp_path / "t.csv"
     _text_table(10000).to_csv(path, index=False)
     with pytest.warns(UserWarning, match="'id' is excluded"):
         reference = MST(iterations=30).fit(read_table(str(path), as_text=True), epsilon=1.0, delta=1e-5, seed=3,
-                                           dtypes="private")
+                                           dtypes="private", target=target)
     with pytest.warns(UserWarning, match="'id' is excluded"):
-        from_file = MST(iterations=30, backend="duckdb").fit(str(path), epsilon=1.0, delta=1e-5, seed=3)
+        from_file = MST(iterations=30, backend="duckdb").fit(str(path), epsilon=1.0, delta=1e-5, seed=3,
+                                                             target=target)
+    assert from_file.schema_.target == reference.schema_.target == target
     kinds = {c.name: c.kind for c in from_file.schema_.columns}
     assert kinds["age"] == "integer" and kinds["gain"] == "mixed" and kinds["z"] == "continuous"
     assert kinds["word"] == "categorical" and "1" in from_file.schema_["word"].categories
