@@ -47,7 +47,7 @@ def test_fit_without_a_schema_takes_a_declared_target(small_csv, tmp_path):
     result = _run("fit", str(small_csv), "--model", "marginals", "--epsilon", "3", "--target", "income", "--out",
                   str(model_path), "--seed", "2")
     assert result.returncode == 0, result.stderr
-    assert "the target 'income' gets 25% of the budget" in result.stderr
+    assert "the target 'income', if categorical, gets 50% of the column histograms' budget" in result.stderr
     info = json.loads(_run("info", str(model_path), "--json").stdout)
     assert info["schema"]["target"] == "income" and info["schema"]["provenance"] == "dp"
     income = next(c for c in info["schema"]["columns"] if c["name"] == "income")

@@ -110,7 +110,7 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng, *,
     (:func:`~dpsynth.data.discovery.profile_counts`). Stage 2: one query per column still in (the shape histogram,
     or partition selection with the missing count), at the sigma the rest of the budget allows. The plan assumes
     every column may be text (k profiles), so sigma is fixed before any query is answered; what stage 1 does not
-    use goes to stage 2. A declared ``target``'s stage-2 query has a larger weight
+    use goes to stage 2. A declared ``target`` found to be text gets a larger weight in stage 2
     (:func:`~dpsynth.data.discovery.plan_discovery`)."""
     if isinstance(source, pd.DataFrame):
         source = TextFrameColumns(source)
@@ -134,8 +134,9 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng, *,
         for name in fractional:
             pending[name] = release_step(str(name), source.step_cells(name), pending[name], alloc,
                                          alloc.sigma(weight), rng)
+    alloc.boost_target(pending)
     sigma = alloc.stage_two(len(pending), reserve=sum(col is not None and zooms(col) for col in pending.values()),
-                            with_target=any(str(name) == target for name in pending))
+                            with_target=True)
     n_text = sum(col is None for col in pending.values())
     selection_delta = ledger.target_delta / 4 / max(n_text, 1)
     columns, hists = [], {}

@@ -511,30 +511,42 @@ def _rare_target_frame(n=4_000, positives=600, seed=0):
     return pd.DataFrame({**data, "y": rng.permutation(y)})
 
 
-def test_a_declared_target_gets_a_quarter_of_the_plan_and_its_events_carry_that_sigma():
+def test_a_declared_categorical_target_gets_half_of_stage_two_and_stage_one_is_untouched():
     from dpsynth.data.discovery import TARGET_SHARE, plan_discovery
 
     df = _rare_target_frame()
+    k = df.shape[1]
     plain = plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1)
     plan = plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1, target="y")
-    # the target's query holds TARGET_SHARE of the plan's GDP budget mu^2 = sum(weight * count) / sigma^2
-    assert plan.target == "y" and plan.target_weight * plan.sigma ** -2 == pytest.approx(
-        TARGET_SHARE * plan.planned_precision, rel=1e-9)
-    assert plain.target is None and plain.target_weight == 1.0
-    assert plan.planned_precision == pytest.approx(plain.planned_precision, rel=3e-3)  # the same phase budget
-    assert "the target 'y' gets 25% of the budget" in plan.describe()
+    # stage 1 is planned as without a target; the target's stage-2 query holds TARGET_SHARE of the k queries' budget
+    assert plan.sigma == plain.sigma and plan.weights == plain.weights
+    assert plan.target == "y" and plan.target_weight / (k - 1 + plan.target_weight) == pytest.approx(TARGET_SHARE)
+    assert plan.target_rows < plain.category_rows / 2
+    assert "the target 'y', if categorical, gets 50% of the column histograms' budget" in plan.describe()
+    numeric = plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1, target="x0")  # public dtype: numeric
+    assert numeric.target is None and numeric.target_weight == 1.0 and numeric.sigma == plain.sigma
     with pytest.raises(InputError, match="target must be a column of the data"):
         plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1, target="nope")
 
-    ledger = _ledger()
-    schema, meta = resolve_schema(df, None, ledger=ledger, share=0.1, rng=np.random.default_rng(0), target="y")
-    sigmas = {e.mechanism: e.params["sigma"] for e in ledger.entries}
-    stage_two = sigmas["histogram x0"]
-    assert sigmas["partition selection y"] == pytest.approx(stage_two / math.sqrt(plan.target_weight), rel=1e-9)
-    assert sigmas["partition selection c0"] == pytest.approx(stage_two) and meta.sigma == pytest.approx(stage_two)
-    assert schema.target == "y"
-    gauss = epsilon_of([(e.event, e.count) for e in ledger.entries], 1e-5 / 2)
-    assert 0.1 * (1 - 3e-3) <= gauss <= 0.1 * (1 + 1e-9)  # the whole phase budget, no more
+    runs = {}
+    for target in (None, "y", "x0"):
+        ledger = _ledger()
+        schema, meta = resolve_schema(df, None, ledger=ledger, share=0.1, rng=np.random.default_rng(0), target=target)
+        runs[target] = ({e.mechanism: e.params["sigma"] for e in ledger.entries}, schema, meta)
+        gauss = epsilon_of([(e.event, e.count) for e in ledger.entries], 1e-5 / 2)
+        assert gauss <= 0.1 * (1 + 1e-9)  # never more than the phase's budget
+    plain_sigmas, boosted = runs[None][0], runs["y"][0]
+    stage_one = [m for m in plain_sigmas if m.startswith(("row count", "DP bounds", "profile", "DP step"))]
+    assert stage_one and all(boosted[m] == plain_sigmas[m] for m in stage_one)
+    w = plan.target_weight
+    stage_two = boosted["histogram x0"]
+    assert boosted["partition selection y"] == pytest.approx(stage_two / math.sqrt(w), rel=1e-9)
+    assert boosted["partition selection c0"] == pytest.approx(stage_two)
+    # stage 2's budget is the same: k weight-1 queries at the plain sigma = k - 1 at the new one plus one of weight w
+    assert (k - 1 + w) / stage_two ** 2 == pytest.approx(k / plain_sigmas["histogram x0"] ** 2, rel=3e-3)
+    assert runs["y"][1].target == "y" and runs["y"][2].sigma == pytest.approx(stage_two)
+    # a numeric target has no threshold to clear: the same release as without it, the schema naming it
+    assert runs["x0"][0] == plain_sigmas and runs["x0"][1].target == "x0"
 
 
 @pytest.mark.parametrize("dtypes", ["public", "private"])
