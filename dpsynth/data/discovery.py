@@ -291,7 +291,9 @@ def plan_discovery(data, *, epsilon: float, delta: float, share: float, dtypes: 
     calibrate its queries.
 
     ``target``: the column the synthetic data is to predict (public: the analyst's choice). Stage 1 (row count,
-    bounds, profiles, steps) is planned and run as without it. In stage 2, when stage 1 found the target categorical
+    bounds, profiles, steps) is planned and run as without it, but for the target's profile: a declared target is
+    wanted whatever its values, so a text target goes to stage 2 without one (an identifier declared as target then
+    releases no value there, and is warned about). In stage 2, when stage 1 found the target categorical
     (text or bool; a numeric target needs no threshold to clear), its query has weight w = TARGET_SHARE / (1 -
     TARGET_SHARE) (k - 1) for k columns, i.e. TARGET_SHARE of the k queries' budget: its noise sd is the others'
     over sqrt(w), and the others' grows by sqrt((k - 1 + w) / k) (the stage's total is unchanged). On the loan table
@@ -806,9 +808,9 @@ def discover(source, ledger: PrivacyLedger, share: float, rng, *, target: str | 
                 col = release_step(str(name), source.step_cells(name), col, alloc, alloc.sigma(W_STEP), rng)
             if col is not None:
                 pending[name] = col
-        elif plan is None or profile_counts(str(name), *source.frequent_mass(name, plan.profile_cut), n_rows,
-                                            alloc, plan, rng):
-            pending[name] = "text"
+        elif plan is None or str(name) == target or profile_counts(
+                str(name), *source.frequent_mass(name, plan.profile_cut), n_rows, alloc, plan, rng):
+            pending[name] = "text"  # a declared target skips the profile: it is wanted, whatever its values
     n_text = sum(kind == "text" for kind in pending.values())
     alloc.boost_target(pending)
     sigma = alloc.stage_two(len(pending), reserve=sum(isinstance(what, Column) and zooms(what)

@@ -123,9 +123,9 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng, *,
         col = _kind_and_bounds(str(name), source.kind_cells(name), alloc, alloc.sigma(), rng)
         if col is not None:
             pending[name] = col
-        elif plan is None or profile_counts(str(name), *source.frequent_mass(name, plan.profile_cut), n_rows,
-                                            alloc, plan, rng):
-            pending[name] = None
+        elif plan is None or str(name) == target or profile_counts(
+                str(name), *source.frequent_mass(name, plan.profile_cut), n_rows, alloc, plan, rng):
+            pending[name] = None  # a declared target skips the profile: it is wanted, whatever its values
     # the columns of non-integer numbers share the step reserve of every column (fully adaptive composition: how
     # many there are is a DP output; the planned total holds); each gets at most a histogram's budget
     fractional = [name for name, col in pending.items() if col is not None and not col.rounds]

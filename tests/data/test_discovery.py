@@ -536,14 +536,18 @@ def test_a_declared_categorical_target_gets_half_of_stage_two_and_stage_one_is_u
         gauss = epsilon_of([(e.event, e.count) for e in ledger.entries], 1e-5 / 2)
         assert gauss <= 0.1 * (1 + 1e-9)  # never more than the phase's budget
     plain_sigmas, boosted = runs[None][0], runs["y"][0]
+    # stage 1 as without a target, but the target's profile: a declared target is wanted whatever its values
     stage_one = [m for m in plain_sigmas if m.startswith(("row count", "DP bounds", "profile", "DP step"))]
-    assert stage_one and all(boosted[m] == plain_sigmas[m] for m in stage_one)
+    assert "profile y" in stage_one and "profile y" not in boosted
+    assert all(boosted[m] == plain_sigmas[m] for m in stage_one if m != "profile y")
     w = plan.target_weight
     stage_two = boosted["histogram x0"]
     assert boosted["partition selection y"] == pytest.approx(stage_two / math.sqrt(w), rel=1e-9)
     assert boosted["partition selection c0"] == pytest.approx(stage_two)
-    # stage 2's budget is the same: k weight-1 queries at the plain sigma = k - 1 at the new one plus one of weight w
-    assert (k - 1 + w) / stage_two ** 2 == pytest.approx(k / plain_sigmas["histogram x0"] ** 2, rel=3e-3)
+    # stage 2's budget: the plain one (k weight-1 queries) plus the skipped profile's (weight 1/4 at the plan's
+    # sigma), now k - 1 weight-1 queries and one of weight w
+    left = k / plain_sigmas["histogram x0"] ** 2 + 0.25 / plain.sigma ** 2
+    assert (k - 1 + w) / stage_two ** 2 == pytest.approx(left, rel=3e-3)
     assert runs["y"][1].target == "y" and runs["y"][2].sigma == pytest.approx(stage_two)
     # a numeric target has no threshold to clear: the same release as without it, the schema naming it
     assert runs["x0"][0] == plain_sigmas and runs["x0"][1].target == "x0"
