@@ -183,8 +183,9 @@ class Synthesizer(ABC):
         FILE.csv`` without a schema uses ``"private"``.
 
         ``target``: the column the synthetic data is to predict (public: the analyst's choice, like a schema's
-        ``target``, which it fills in). Without a schema, DP discovery releases it with a quarter of the metadata
-        budget, so its rarer classes clear the release threshold (:func:`~dpsynth.data.discovery.plan_discovery`),
+        ``target``, which it fills in). Without a schema, DP discovery gives a categorical target half of the column
+        histograms' budget, so its rarer classes clear the release threshold
+        (:func:`~dpsynth.data.discovery.plan_discovery`),
         and target-aware models (``batch-aim``; ``aim`` with ``target="auto"``) build their workload around it.
         """
         from dpsynth.data.discovery import prepare_private_text, resolve_schema
