@@ -41,13 +41,13 @@ def test_fit_sample_info(small_csv, tmp_path, adult_schema):
 
 
 def test_fit_without_a_schema_takes_a_declared_target(small_csv, tmp_path):
-    """``dpsynth fit FILE.csv --target COL``: the pre-flight plan says what the target gets, the DP schema in the
+    """``dpsynth fit FILE.csv --target COL``: the pre-flight plan says how the target is released, the DP schema in the
     model file carries it, and its minority class (24% of 1,500 rows) is released."""
     model_path = tmp_path / "m.dpsynth"
     result = _run("fit", str(small_csv), "--model", "marginals", "--epsilon", "3", "--target", "income", "--out",
                   str(model_path), "--seed", "2")
     assert result.returncode == 0, result.stderr
-    assert "the target 'income', if categorical, gets 50% of the column histograms' budget" in result.stderr
+    assert "the target 'income', if text, is released first, and again from a reserve" in result.stderr
     info = json.loads(_run("info", str(model_path), "--json").stdout)
     assert info["schema"]["target"] == "income" and info["schema"]["provenance"] == "dp"
     income = next(c for c in info["schema"]["columns"] if c["name"] == "income")

@@ -106,8 +106,9 @@ def _add_fit(sub) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="model hyper-parameter")
     p.add_argument("--target", metavar="COL",
                    help="the column the synthetic data is to predict (public, like a schema's target): without "
-                   "--schema, DP discovery gives a categorical target half of the column histograms' budget so "
-                   "its rarer classes are released; target-aware models (batch-aim) build their workload around it")
+                   "--schema, DP discovery releases a text target first and, if a class is missing, again from a "
+                   "reserve (as much budget as the other columns' histograms) so its rarer classes are released; "
+                   "target-aware models (batch-aim) build their workload around it")
     p.add_argument("--backend", choices=["numpy", "duckdb", "spark"], default=None,
                    help="where a DP model reads the rows: 'numpy' in memory (default), 'duckdb' (SQL, spills to "
                    "disk) or 'spark' (the active or a local Spark session); a Parquet / CSV file is then read by that "

@@ -78,8 +78,11 @@ where half the text columns are identifiers, the kept columns' histograms get ab
 (:func:`plan_discovery`, printed before any query) assumes every column is kept, so its sigma and release threshold
 are the worst case. Each ledger entry records its ``sigma`` and ``budget_share`` (its part of the phase's GDP
 budget mu^2), so ``dpsynth ledger`` shows the allocation. A declared target (``fit(..., target=...)``,
-``dpsynth fit --target``) found to be categorical gets ``TARGET_SHARE`` of stage 2's histogram budget for its
-partition selection, so the column to predict keeps classes an ordinary column would lose (:func:`plan_discovery`).
+``dpsynth fit --target``) found to be text holds a *reserve* in stage 2: it is released first, like any column, and
+only when a class is missing (fewer than two released, or rows left over for an "other" slot) is it released again
+from the reserve - as much budget as the other columns' histograms together - so the column to predict keeps classes
+an ordinary column would lose; when nothing is missing the reserve goes to the other columns (:func:`plan_discovery`,
+:func:`release_stage_two`).
 Two rules keep rarely used slots out: a two-valued column gets no "other" slot its counts cannot tell from empty,
 and a missing-value cell below 2 noise sds is read as 0.
 
@@ -115,7 +118,8 @@ from dpsynth.privacy.mechanisms import gaussian_counts, gaussian_partition_selec
 __all__ = ["resolve_schema", "prepare_private_text", "OTHER", "geometric_grid", "calibrate_metadata_sigma", "TAIL",
            "DiscoveryPlan", "plan_discovery", "warn_excluded", "public_grid", "public_schema_release", "numeric_cells",
            "categorical_cells", "zooms", "zoom_window", "release_zooms", "ZOOM_RESERVE",
-           "STEP_CANDIDATES", "step_classes", "step_class_sql", "release_step", "dp_step", "TARGET_SHARE"]
+           "STEP_CANDIDATES", "step_classes", "step_class_sql", "release_step", "dp_step", "TARGET_SHARE",
+           "release_stage_two", "target_short"]
 
 OTHER = "__other__"
 #: an "other" slot is added when the DP estimate of the unreleased rows exceeds this many noise sds (1% by chance)
@@ -126,9 +130,9 @@ _DECADES = (-3, 10)  # decade grid for DP bounds: +-[1e-3, 1e10]
 _SPURIOUS = 0.01  # chance that pure noise on any of a column's decade bins clears the floor
 #: weight of a text column's profile query (a quarter of a histogram's GDP budget: twice its noise sd)
 W_PROFILE = 0.25
-#: A declared categorical target's stage-2 query (partition selection or bool counts) gets this part of the GDP budget
-#: of the stage-2 column queries, so a rare class of the column to predict clears a lower release threshold
-#: (:func:`plan_discovery`)
+#: A declared text target's stage-2 reserve, as a part of the GDP budget of the reserve and the other stage-2 column
+#: queries: spent on a second partition selection of the target when its first misses a class, so a rare class of the
+#: column to predict clears a lower release threshold; else handed to the other columns (:func:`plan_discovery`)
 TARGET_SHARE = 0.5
 #: the profile counts rows beyond this fraction of the planned release threshold, per value
 PROFILE_CUT = 0.25
@@ -238,21 +242,20 @@ class DiscoveryPlan:
     weights: tuple[tuple[float, int], ...] = ()
     zooms: int = 0  # numeric columns that may get a zoom (the budget held back for them is in ``weights``)
     steps: int = 0  # private dtypes: columns that may get a step query (a reserve in ``weights``, as for zooms)
-    target: str | None = None  # the declared target: if categorical, its stage-2 query has ``target_weight``
-    target_weight: float = 1.0
+    target: str | None = None  # the declared target, if it may need a reserve (text); else None
+    target_reserve: float = 0.0  # the weight of the target's stage-2 reserve (:func:`plan_discovery`)
 
     @property
     def target_rows(self) -> float:
-        """The release threshold of a categorical target's classes (``category_rows`` for the others grows by
-        sqrt(stage2_scale), the target's shrinks by it over sqrt(target_weight))."""
-        return self.category_rows * math.sqrt(self.stage2_scale / self.target_weight)
+        """The release threshold of a text target's classes when its reserve is spent (``category_rows`` grows by
+        sqrt(stage2_scale) while the reserve is held; the reserve's selection shrinks it by sqrt(target_reserve))."""
+        return self.category_rows * math.sqrt(self.stage2_scale / self.target_reserve)
 
     @property
     def stage2_scale(self) -> float:
-        """How much the other columns' stage-2 noise variance grows when a categorical target is boosted: the
-        k stage-2 queries' budget is shared by k - 1 weight-1 queries and one of weight w."""
-        k = self.n_columns
-        return (k - 1 + self.target_weight) / k if self.target is not None else 1.0
+        """How much the stage-2 noise variance of the weight-1 queries grows while a text target's reserve is held
+        (and, if it is spent, for good): the k stage-2 queries' budget is shared with a reserve of weight w."""
+        return (self.n_columns + self.target_reserve) / self.n_columns if self.target is not None else 1.0
 
     @property
     def profile_cut(self) -> float:
@@ -271,9 +274,11 @@ class DiscoveryPlan:
                 f"{self.sigma:.0f}): a category is released from about {self.category_rows:.0f} rows, numeric bounds "
                 f"need about {self.bound_rows:.0f} non-missing values in one decade")
         if self.target is not None:
-            text += (f"; the target '{self.target}', if categorical, gets {TARGET_SHARE:.0%} of the column histograms' "
-                     f"budget: a class of it is released from about {self.target_rows:.0f} rows (the other columns' "
-                     f"categories from about {self.category_rows * math.sqrt(self.stage2_scale):.0f})")
+            text += (f"; the target '{self.target}', if text, is released first, and again from a reserve (as much "
+                     f"budget as the other columns' histograms) if a class is missing: a class of it is then released "
+                     f"from about {self.target_rows:.0f} rows (the other columns' categories from about "
+                     f"{self.category_rows * math.sqrt(self.stage2_scale):.0f}; from about "
+                     f"{self.category_rows:.0f} when the reserve is not needed)")
         if n_rows is not None:
             text += f"; the table has about {n_rows:.0f} rows (a DP estimate)"
         return text + "."
@@ -293,13 +298,16 @@ def plan_discovery(data, *, epsilon: float, delta: float, share: float, dtypes: 
     ``target``: the column the synthetic data is to predict (public: the analyst's choice). Stage 1 (row count,
     bounds, profiles, steps) is planned and run as without it, but for the target's profile: a declared target is
     wanted whatever its values, so a text target goes to stage 2 without one (an identifier declared as target then
-    releases no value there, and is warned about). In stage 2, when stage 1 found the target categorical
-    (text or bool; a numeric target needs no threshold to clear), its query has weight w = TARGET_SHARE / (1 -
-    TARGET_SHARE) (k - 1) for k columns, i.e. TARGET_SHARE of the k queries' budget: its noise sd is the others'
-    over sqrt(w), and the others' grows by sqrt((k - 1 + w) / k) (the stage's total is unchanged). On the loan table
-    (4,000 rows x 14 columns, epsilon 1, share 0.1, every cell text) the plan's threshold for a class of the target
-    is ~390 rows instead of ~1,040 (~1,420 for the other columns): the 9% positive class of "Personal Loan" is
-    released on most seeds (2 of 3 in the generality grid; stage 2's actual sigma is below the plan's worst case)."""
+    releases no value there, and is warned about). In stage 2, when stage 1 found the target to be text (a number
+    or a boolean has no release threshold to clear), it holds a reserve of weight w = TARGET_SHARE / (1 -
+    TARGET_SHARE) (k - 1) for k columns - TARGET_SHARE of the budget of the reserve and the k - 1 other column
+    queries - while it is released first, at the weight-1 sigma (whose variance grows by (k + w) / k while the
+    reserve is held). When that release misses a class (:func:`target_short`: DP outputs only), the reserve pays for a
+    second partition selection at sigma / sqrt(w), whose release replaces the first; otherwise the reserve goes to the
+    other columns, whose sigma is recalibrated on what is left (:func:`release_stage_two`). On the loan table (4,000
+    rows x 14 columns, epsilon 1, share 0.1, every cell text) the plan's threshold for a class of the target's second
+    release is ~400 rows instead of ~1,040 (~1,470 for the other columns then, ~1,040 when the reserve is not
+    spent)."""
     source = FrameColumns(data) if isinstance(data, pd.DataFrame) else data
     if target is not None and target not in list(source.names):
         raise InputError(f"target must be a column of the data. Found {target!r}.")
@@ -319,11 +327,12 @@ def plan_discovery(data, *, epsilon: float, delta: float, share: float, dtypes: 
         n_zooms, n_steps = n_numeric, 0
         n_float = sum(t == "float" for t in types)  # a step query each (:func:`release_step`)
         weights = ((1.0, k + n_numeric + 1), (W_PROFILE, n_text), (W_STEP, n_float), (ZOOM_RESERVE, n_zooms))
-    target_weight = 1.0
-    if target is not None and source.column_type(target) in ("text", "bool") and k > 1:
-        target_weight = TARGET_SHARE / (1.0 - TARGET_SHARE) * (k - 1)  # w / (k - 1 + w) = TARGET_SHARE
+    reserve = 0.0
+    if target is not None and source.column_type(target) == "text" and k > 1:
+        reserve = TARGET_SHARE / (1.0 - TARGET_SHARE) * (k - 1)  # w / (k - 1 + w) = TARGET_SHARE
+        n_selection += 1  # the reserve's partition selection takes a share of the selections' delta
     else:
-        target = None  # a numeric (or unrepresented) column of public dtype: nothing to boost
+        target = None  # a number or a boolean of public dtype (or an unrepresented column): no threshold to clear
     weights = tuple((w, c) for w, c in weights if c > 0)
     sigma = calibrate_noise(target_epsilon=share * epsilon, delta=delta / 2, sample_rate=1.0, weights=weights,
                             accountant="best", rtol=1e-3)
@@ -332,7 +341,7 @@ def plan_discovery(data, *, epsilon: float, delta: float, share: float, dtypes: 
     floor = math.sqrt(2.0) * sigma * float(norm.isf(_SPURIOUS / cells))
     # the zoom and step reserves are no query until a column needs them
     return DiscoveryPlan(k, sum(c for _, c in weights) - n_zooms - n_steps, sigma, threshold, floor, weights, n_zooms,
-                         n_steps, target, target_weight)
+                         n_steps, target, reserve)
 
 
 def plan_for_ledger(data, ledger: PrivacyLedger, share: float, dtypes: str,
@@ -368,7 +377,7 @@ class Allocation:
     def __init__(self, ledger: PrivacyLedger, share: float, plan: DiscoveryPlan | None):
         self.ledger, self.share, self.plan = ledger, share, plan
         self.non_private = ledger.non_private
-        self.boosted = None  # the declared target's name once stage 2 boosts it (:meth:`boost_target`)
+        self.target = None  # the declared target's name while stage 2 holds its reserve (:meth:`hold_reserve`)
 
     def sigma(self, weight: float = 1.0) -> float:
         """A stage-1 query's noise sd (0 in the non-private mode)."""
@@ -381,29 +390,31 @@ class Allocation:
             params["budget_share"] = round(share, 4)
         self.ledger.spend(event, phase=phase, **params)
 
-    def boost_target(self, pending: dict) -> None:
+    def hold_reserve(self, pending: dict) -> None:
         """Stage 2 is about to run on ``pending`` (column name -> what stage 1 found: "text", "bool", None for text
-        with private dtypes, or a numeric Column): the declared target is boosted when it is still in and
-        categorical."""
+        with private dtypes, or a numeric Column): the declared target holds its reserve when it is still in and
+        text (a decision on stage 1's DP outputs and the public target name)."""
         target = None if self.plan is None else self.plan.target
-        self.boosted = next((name for name, what in pending.items()
-                             if str(name) == target and (what is None or what in ("text", "bool"))), None)
+        self.target = next((name for name, what in pending.items()
+                            if str(name) == target and (what is None or what == "text")), None)
 
-    def target_sigma(self, sigma: float, name) -> float:
-        """The stage-2 noise sd of column ``name`` when the weight-1 queries have ``sigma``."""
-        if self.boosted is None or name != self.boosted:
-            return sigma
-        return sigma / math.sqrt(self.plan.target_weight)
+    def reserve_sigma(self, sigma: float) -> float:
+        """The noise sd of the target's second release, which spends its reserve, when the weight-1 queries have
+        ``sigma`` (calibrated with the reserve held)."""
+        return sigma / math.sqrt(self.plan.target_reserve)
 
-    def stage_two(self, n_queries: int, reserve: int = 0, *, with_target: bool = False) -> float:
+    def release_reserve(self) -> None:
+        """The target's reserve is spent or no longer needed: :meth:`stage_two` holds it back no more."""
+        self.target = None
+
+    def stage_two(self, n_queries: int, reserve: int = 0) -> float:
         """The sigma of ``n_queries`` more weight-1 queries that spends what is left of the phase's budget, less
-        ``ZOOM_RESERVE`` for each of ``reserve`` zooms (the zoom stage calls it again: ``reserve=0`` spends all).
-        ``with_target``: one of the queries is the boosted target's (:meth:`boost_target`), at the plan's
-        ``target_weight``."""
+        ``ZOOM_RESERVE`` for each of ``reserve`` zooms (the zoom stage calls it again: ``reserve=0`` spends all) and
+        less the target's reserve while it is held (:meth:`hold_reserve`)."""
         if self.plan is None or n_queries == 0:
             return 0.0 if self.plan is None else self.plan.sigma
-        heavy = self.plan.target_weight if with_target and self.boosted is not None else 1.0
-        return _rest_sigma(self.ledger, n_queries, self.share, reserve, heavy=heavy)
+        held = self.plan.target_reserve if self.target is not None else 0.0
+        return _rest_sigma(self.ledger, n_queries, self.share, reserve, held=held)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -418,18 +429,17 @@ def _sigma(ledger: PrivacyLedger, n_queries: int, share: float, reserve: int = 0
                            rtol=1e-3)
 
 
-def _rest_sigma(ledger: PrivacyLedger, n_queries: int, share: float, reserve: int = 0, *, heavy: float = 1.0
+def _rest_sigma(ledger: PrivacyLedger, n_queries: int, share: float, reserve: int = 0, *, held: float = 0.0
                 ) -> float:
     """The sigma of ``n_queries`` more weight-1 queries that spends what is left of the phase's budget after the
-    phase's recorded events, less ``ZOOM_RESERVE`` for each of ``reserve`` zooms; with ``heavy`` > 1, one of the
-    queries has that weight (a declared target's)."""
+    phase's recorded events, less ``ZOOM_RESERVE`` for each of ``reserve`` zooms and a query of weight ``held`` (a
+    declared target's reserve)."""
     if ledger.non_private:
         return 0.0
     spent = [(e.event, e.count) for e in ledger.entries if e.phase == PHASE]
-    weights = ((1.0, n_queries - 1), (heavy, 1)) if heavy > 1.0 else ((1.0, n_queries),)
+    weights = ((1.0, n_queries), (ZOOM_RESERVE, reserve)) + (((held, 1),) if held > 0 else ())
     return calibrate_noise(target_epsilon=share * ledger.target_epsilon, delta=ledger.target_delta / 2,
-                           sample_rate=1.0, weights=(*weights, (ZOOM_RESERVE, reserve)), prior=spent,
-                           accountant="best", rtol=1e-3)
+                           sample_rate=1.0, weights=weights, prior=spent, accountant="best", rtol=1e-3)
 
 
 def spend_metadata(ledger: PrivacyLedger, sigma: float, mechanism: str, extra_delta: float = 0.0, **params) -> None:
@@ -812,33 +822,78 @@ def discover(source, ledger: PrivacyLedger, share: float, rng, *, target: str | 
                 str(name), *source.frequent_mass(name, plan.profile_cut), n_rows, alloc, plan, rng):
             pending[name] = "text"  # a declared target skips the profile: it is wanted, whatever its values
     n_text = sum(kind == "text" for kind in pending.values())
-    alloc.boost_target(pending)
-    sigma = alloc.stage_two(len(pending), reserve=sum(isinstance(what, Column) and zooms(what)
-                                                      for what in pending.values()), with_target=True)
-    selection_delta = ledger.target_delta / 4 / max(n_text, 1)
-    columns, hists = [], {}
-    for name, what in pending.items():
-        col_sigma = alloc.target_sigma(sigma, name)
+    alloc.hold_reserve(pending)
+    # the target's reserve may pay for a second partition selection: one more share of the selections' delta
+    selection_delta = ledger.target_delta / 4 / max(n_text + (alloc.target is not None), 1)
+
+    def release(name, what, col_sigma: float, note: str):
         if isinstance(what, Column):
             edges = public_grid(what)
-            col, hist = what, noisy_numeric_histogram(source.numeric_cells(what, edges), what, edges, alloc,
-                                                      col_sigma, rng)
-        elif what == "bool":
+            return what, noisy_numeric_histogram(source.numeric_cells(what, edges), what, edges, alloc, col_sigma,
+                                                 rng)
+        if what == "bool":
             col = Column(str(name), "binary", nullable=source.nullable(name), categories=(False, True),
                          dtype=source.dtype(name))
-            hist = noisy_categorical_histogram(source.categorical_cells(col), col, alloc, col_sigma, rng)
-        else:
-            key_counts, missing = source.value_counts(name)
-            col, hist = select_categories(str(name), key_counts, missing, n_rows, alloc, col_sigma,
-                                          selection_threshold(col_sigma, selection_delta), selection_delta, rng,
-                                          nullable=source.nullable(name), dtype=source.dtype(name))
-        if col is not None:
-            columns.append(col)
-            hists[col.name] = hist
+            return col, noisy_categorical_histogram(source.categorical_cells(col), col, alloc, col_sigma, rng)
+        key_counts, missing = source.value_counts(name)
+        return select_categories(str(name), key_counts, missing, n_rows, alloc, col_sigma,
+                                 selection_threshold(col_sigma, selection_delta), selection_delta, rng,
+                                 nullable=source.nullable(name), dtype=source.dtype(name), note=note)
+
+    columns, hists, sigma = release_stage_two(pending, alloc, release, zooms_held=sum(
+        isinstance(what, Column) and zooms(what) for what in pending.values()))
     if not columns:
         raise InputError("DP discovery found no usable column; declare a schema.")
     release_zooms(hists, columns, source.numeric_cells, alloc, sigma, alloc.stage_two, rng)
     return discovered_schema(source.names, columns, hists, target), DPMetadata(n_rows, hists, sigma=sigma)
+
+
+def target_short(col: Column | None) -> bool:
+    """Whether a release of the declared target misses a class: nothing released, fewer than two classes, or an
+    "other" slot (the DP row count exceeds the released counts by more than ``OTHER_Z`` noise sds). Reads the
+    release only (DP outputs)."""
+    if col is None:
+        return True
+    return col.other is not None or sum(c != col.other for c in col.categories or ()) < 2
+
+
+def release_stage_two(pending: dict, alloc: Allocation, release, *, zooms_held: int) -> tuple[list, dict, float]:
+    """Stage 2: one release per column of ``pending`` (``release(name, what, sigma, note)`` -> (Column or None,
+    histogram or None), ``note`` appended to its ledger label). Returns the released columns, their histograms and
+    the weight-1 sigma of the columns other than a declared target.
+
+    A declared text target (:meth:`Allocation.hold_reserve`) goes first, at the weight-1 sigma calibrated with its
+    reserve held. If that release misses a class (:func:`target_short`), the reserve pays for a second release at
+    :meth:`Allocation.reserve_sigma`, which replaces the first (and the first's warnings are dropped: only the
+    release kept speaks). Either way the reserve is then let go and the other columns' sigma recalibrated on the
+    phase's recorded events, so a reserve not needed goes to them. Each choice reads DP outputs only (the first
+    release, the recorded events), and Gaussians whose sigmas are chosen from earlier outputs keep the phase's total
+    (fully adaptive composition, :class:`Allocation`). The target's histogram records its own sigma."""
+    sigma = alloc.stage_two(len(pending), reserve=zooms_held)
+    target = alloc.target
+    columns, hists = [], {}
+    for name in sorted(pending, key=lambda name: name != target):  # the target first: its release decides the rest
+        if name != target:
+            col, hist = release(name, pending[name], sigma, "")
+        else:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                col, hist = release(name, pending[name], sigma, "")
+            own = sigma
+            if target_short(col):
+                own = alloc.reserve_sigma(sigma)
+                col, hist = release(name, pending[name], own, " (the target's reserve)")
+            else:
+                for w in caught:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            alloc.release_reserve()
+            sigma = alloc.stage_two(len(pending) - 1, reserve=zooms_held)
+            if hist is not None:
+                hist = replace(hist, sigma=own)
+        if col is not None:
+            columns.append(col)
+            hists[col.name] = hist
+    return columns, hists, sigma
 
 
 def discovered_schema(names, columns: list[Column], hists: dict, target: str | None) -> Schema:
@@ -886,7 +941,7 @@ def profile_counts(name: str, mass: float, missing: int, n_rows: float, alloc: A
 
 
 def select_categories(name: str, key_counts: dict, n_missing: int, n_rows, ledger, sigma, threshold,
-                      selection_delta, rng, *, nullable: bool, dtype: str | None):
+                      selection_delta, rng, *, nullable: bool, dtype: str | None, note: str = ""):
     """Gaussian partition selection of a text column's values, with its missing count: (Column, histogram), or
     (None, None) when no value is released (warned). ``key_counts``: {value: rows} of the present values. Without
     noise (the non-private mode, where every value would be kept) an ID-like column is excluded by the rule of
@@ -894,7 +949,7 @@ def select_categories(name: str, key_counts: dict, n_missing: int, n_rows, ledge
     if sigma == 0 and len(key_counts) > max(50, ID_LIKE_RATIO * n_rows):
         warn_excluded(name, "its values are nearly all distinct (ID-like)", "declare its categories in a schema")
         return None, None
-    ledger.spend(dp_event.GaussianDpEvent(sigma), phase=PHASE, mechanism=f"partition selection {name}",
+    ledger.spend(dp_event.GaussianDpEvent(sigma), phase=PHASE, mechanism=f"partition selection {name}{note}",
                  extra_delta=selection_delta, sensitivity=1.0, sigma=sigma, threshold=threshold)
     # the values in a fixed order, so each value's noise draw does not depend on row order or on the engine
     key_counts = dict(sorted(key_counts.items(), key=lambda kv: (str(type(kv[0])), str(kv[0]))))

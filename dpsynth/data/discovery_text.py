@@ -30,6 +30,7 @@ from dpsynth.data.discovery import (
     plan_for_ledger,
     profile_counts,
     public_grid,
+    release_stage_two,
     release_step,
     release_zooms,
     select_categories,
@@ -110,8 +111,8 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng, *,
     (:func:`~dpsynth.data.discovery.profile_counts`). Stage 2: one query per column still in (the shape histogram,
     or partition selection with the missing count), at the sigma the rest of the budget allows. The plan assumes
     every column may be text (k profiles), so sigma is fixed before any query is answered; what stage 1 does not
-    use goes to stage 2. A declared ``target`` found to be text gets a larger weight in stage 2
-    (:func:`~dpsynth.data.discovery.plan_discovery`)."""
+    use goes to stage 2. A declared ``target`` found to be text holds a reserve in stage 2
+    (:func:`~dpsynth.data.discovery.release_stage_two`)."""
     if isinstance(source, pd.DataFrame):
         source = TextFrameColumns(source)
     plan = plan_for_ledger(source, ledger, share, "private", target)
@@ -134,30 +135,27 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng, *,
         for name in fractional:
             pending[name] = release_step(str(name), source.step_cells(name), pending[name], alloc,
                                          alloc.sigma(weight), rng)
-    alloc.boost_target(pending)
-    sigma = alloc.stage_two(len(pending), reserve=sum(col is not None and zooms(col) for col in pending.values()),
-                            with_target=True)
+    alloc.hold_reserve(pending)
     n_text = sum(col is None for col in pending.values())
-    selection_delta = ledger.target_delta / 4 / max(n_text, 1)
-    columns, hists = [], {}
-    for name, col in pending.items():
-        col_sigma = alloc.target_sigma(sigma, name)
+    # the target's reserve may pay for a second partition selection: one more share of the selections' delta
+    selection_delta = ledger.target_delta / 4 / max(n_text + (alloc.target is not None), 1)
+
+    def release(name, col, col_sigma: float, note: str):
         floor = noise_floor(col_sigma, np.zeros(_KIND_CELLS))  # missing mass below it is noise (post-processing)
         if col is not None:
             edges = public_grid(col)
             hist = noisy_numeric_histogram(source.number_cells(col, edges), col, edges, alloc, col_sigma, rng)
-            if hist.missing < floor:
-                hist = replace(hist, missing=0.0)
-        else:
-            key_counts, missing = source.value_counts(name)
-            col, hist = select_categories(str(name), key_counts, missing, n_rows, alloc, col_sigma,
-                                          selection_threshold(col_sigma, selection_delta), selection_delta, rng,
-                                          nullable=True, dtype="str")
-            if hist is not None:
-                hist = replace(hist, missing=hist.missing if hist.missing >= floor else 0.0)
-        if col is not None:
-            columns.append(col)
-            hists[col.name] = hist
+            return col, (replace(hist, missing=0.0) if hist.missing < floor else hist)
+        key_counts, missing = source.value_counts(name)
+        col, hist = select_categories(str(name), key_counts, missing, n_rows, alloc, col_sigma,
+                                      selection_threshold(col_sigma, selection_delta), selection_delta, rng,
+                                      nullable=True, dtype="str", note=note)
+        if hist is not None:
+            hist = replace(hist, missing=hist.missing if hist.missing >= floor else 0.0)
+        return col, hist
+
+    columns, hists, sigma = release_stage_two(pending, alloc, release, zooms_held=sum(
+        col is not None and zooms(col) for col in pending.values()))
     if not columns:
         raise InputError("DP discovery found no usable column; declare a schema.")
     release_zooms(hists, columns, source.number_cells, alloc, sigma, alloc.stage_two, rng)

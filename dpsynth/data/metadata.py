@@ -90,12 +90,14 @@ class NumericHistogram:
 class CategoricalHistogram:
     """Noisy counts per category (in the schema's category order) and of missing values, clipped at 0;
     ``noisy``: the categories' Gaussian counts before clipping (None: exact, selected by partition selection, or
-    an older file; see :class:`NumericHistogram`)."""
+    an older file; see :class:`NumericHistogram`); ``sigma``: this histogram's noise sd where it differs from the
+    phase's (:attr:`DPMetadata.sigma`; a declared target's, released apart from the other columns), else None."""
 
     categories: tuple[Any, ...]
     counts: np.ndarray
     missing: float = 0.0
     noisy: np.ndarray | None = None
+    sigma: float | None = None
 
     def __post_init__(self) -> None:
         counts = np.asarray(self.counts, dtype=float)
@@ -121,12 +123,15 @@ class CategoricalHistogram:
         }
         if self.noisy is not None:
             out["noisy"] = [float(x) for x in self.noisy]
+        if self.sigma is not None:
+            out["sigma"] = float(self.sigma)
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CategoricalHistogram:
+        sigma = d.get("sigma")
         return cls(tuple(d["categories"]), np.asarray(d["counts"], dtype=float), float(d.get("missing", 0.0)),
-                   _optional_array(d.get("noisy")))
+                   _optional_array(d.get("noisy")), None if sigma is None else float(sigma))
 
 
 @dataclass(frozen=True)
@@ -136,12 +141,17 @@ class DPMetadata:
     n_rows: float
     histograms: dict[str, NumericHistogram | CategoricalHistogram]
     non_private: bool = False
-    sigma: float = 0.0  # std of the Gaussian noise on every released count (0 in non-private mode)
+    sigma: float = 0.0  # std of the Gaussian noise on the released counts (0 in non-private mode; see sigma_of)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.n_rows) and self.n_rows > 0) or not (math.isfinite(self.sigma) and self.sigma >= 0):
             raise InputError(
                 f"n_rows must be a finite number > 0 and sigma >= 0. Found {self.n_rows!r}, {self.sigma!r}.")
+
+    def sigma_of(self, name: str) -> float:
+        """The noise sd of column ``name``'s histogram: its own where it records one, else the phase's."""
+        own = getattr(self.histograms.get(name), "sigma", None)
+        return float(self.sigma if own is None else own)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -161,9 +161,10 @@ class Discretizer:
                 counts = np.clip(np.asarray(getattr(hist, "counts", np.zeros(len(col.categories))), float), 0, None)
                 if len(counts) != len(col.categories):  # no DP counts of these categories: nothing to merge on
                     counts = np.full(len(col.categories), np.inf)
+                noise = metadata.sigma_of(col.name) if sigma else 0.0  # a declared target's may differ
                 out.append(ColumnCells(col.name, "categorical", col.nullable, tuple(col.categories),
                                        fine_weights=np.where(np.isfinite(counts), counts, 1.0),
-                                       category_cells=_rare_cells(counts, rare * sigma)))
+                                       category_cells=_rare_cells(counts, rare * noise)))
                 continue
             if not isinstance(hist, NumericHistogram):
                 raise InputError(f"Column '{col.name}': numeric column without a numeric DP histogram.")
@@ -210,10 +211,10 @@ class Discretizer:
         metadata is exact or has no noise level). The sums are of the unclipped noisy counts where the histogram
         has them: a cell of 40 (nearly) empty fine bins summed from clipped counts would read ~16 noise sds too
         many rows (King County at epsilon 1: per-column mean errors of about +1 sd, up to +2.6)."""
-        sigma = float(metadata.sigma or 0.0)
+        cells = self.columns[j]
+        sigma = metadata.sigma_of(cells.name)
         if sigma <= 0 or metadata.non_private:
             return None
-        cells = self.columns[j]
         hist = metadata.histograms[cells.name]
         if isinstance(hist, CategoricalHistogram):
             mapping = cells.cell_of_category()

@@ -183,10 +183,11 @@ class Synthesizer(ABC):
         FILE.csv`` without a schema uses ``"private"``.
 
         ``target``: the column the synthetic data is to predict (public: the analyst's choice, like a schema's
-        ``target``, which it fills in). Without a schema, DP discovery gives a categorical target half of the column
-        histograms' budget, so its rarer classes clear the release threshold
-        (:func:`~dpsynth.data.discovery.plan_discovery`),
-        and target-aware models (``batch-aim``; ``aim`` with ``target="auto"``) build their workload around it.
+        ``target``, which it fills in). Without a schema, DP discovery releases a text target first and, when a
+        class is missing, again from a reserve of as much budget as the other columns' histograms, so its rarer
+        classes clear the release threshold; a reserve not needed goes to the other columns
+        (:func:`~dpsynth.data.discovery.release_stage_two`), and target-aware models (``batch-aim``; ``aim`` with
+        ``target="auto"``) build their workload around it.
         """
         from dpsynth.data.discovery import prepare_private_text, resolve_schema
         from dpsynth.data.text import DTYPE_MODES, as_text

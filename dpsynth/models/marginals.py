@@ -81,7 +81,6 @@ class Marginals(Synthesizer):
         ledger = self.ledger_
         spent = ledger.epsilon()
         sigma = calibrate_gaussian_queries(ledger, len(self.schema_))
-        meta_sigma = float(self.metadata_.sigma)  # the noise sd of the metadata phase's histograms
         self.histograms_: dict[str, NumericHistogram | CategoricalHistogram] = {}
         for col in self.schema_.columns:
             old = self.metadata_.histograms[col.name]
@@ -89,6 +88,8 @@ class Marginals(Synthesizer):
                 new = noisy_categorical_histogram(cells(col), col, _Phase(ledger), sigma, rng)
             else:
                 new = noisy_numeric_histogram(cells(col), col, old.edges, _Phase(ledger), sigma, rng)
+            # the metadata histogram's own noise sd (a declared target's may differ from the phase's)
+            meta_sigma = self.metadata_.sigma_of(col.name)
             self.histograms_[col.name] = _combine(old, new, meta_sigma, sigma) if self.reuse_metadata else new
         settings = {"mechanism": "gaussian histograms", "queries": len(self.schema_), "noise_multiplier": sigma,
                     "epsilon_after": json_number(ledger.epsilon())}

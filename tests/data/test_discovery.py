@@ -511,46 +511,76 @@ def _rare_target_frame(n=4_000, positives=600, seed=0):
     return pd.DataFrame({**data, "y": rng.permutation(y)})
 
 
-def test_a_declared_categorical_target_gets_half_of_stage_two_and_stage_one_is_untouched():
+def _discovery_run(df, target, seed=0):
+    ledger = _ledger()
+    schema, meta = resolve_schema(df, None, ledger=ledger, share=0.1, rng=np.random.default_rng(seed), target=target)
+    assert epsilon_of([(e.event, e.count) for e in ledger.entries], 1e-5 / 2) <= 0.1 * (1 + 1e-9)  # the phase's
+    return {e.mechanism: e.params["sigma"] for e in ledger.entries}, schema, meta
+
+
+def test_a_declared_text_target_holds_a_reserve_and_stage_one_is_untouched():
     from dpsynth.data.discovery import TARGET_SHARE, plan_discovery
 
     df = _rare_target_frame()
     k = df.shape[1]
     plain = plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1)
     plan = plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1, target="y")
-    # stage 1 is planned as without a target; the target's stage-2 query holds TARGET_SHARE of the k queries' budget
+    # stage 1 is planned as without a target; the reserve is TARGET_SHARE of itself and the k - 1 other queries
     assert plan.sigma == plain.sigma and plan.weights == plain.weights
-    assert plan.target == "y" and plan.target_weight / (k - 1 + plan.target_weight) == pytest.approx(TARGET_SHARE)
+    assert plan.target == "y" and plan.target_reserve / (k - 1 + plan.target_reserve) == pytest.approx(TARGET_SHARE)
     assert plan.target_rows < plain.category_rows / 2
-    assert "the target 'y', if categorical, gets 50% of the column histograms' budget" in plan.describe()
-    numeric = plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1, target="x0")  # public dtype: numeric
-    assert numeric.target is None and numeric.target_weight == 1.0 and numeric.sigma == plain.sigma
+    assert "is released first, and again from a reserve" in plan.describe()
+    for column in ("x0", "b"):  # a number or a boolean of public dtype has no threshold to clear: no reserve
+        other = plan_discovery(df.assign(b=df["y"] == "yes"), epsilon=1.0, delta=1e-5, share=0.1, target=column)
+        assert other.target is None and other.target_reserve == 0.0
     with pytest.raises(InputError, match="target must be a column of the data"):
         plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1, target="nope")
 
-    runs = {}
-    for target in (None, "y", "x0"):
-        ledger = _ledger()
-        schema, meta = resolve_schema(df, None, ledger=ledger, share=0.1, rng=np.random.default_rng(0), target=target)
-        runs[target] = ({e.mechanism: e.params["sigma"] for e in ledger.entries}, schema, meta)
-        gauss = epsilon_of([(e.event, e.count) for e in ledger.entries], 1e-5 / 2)
-        assert gauss <= 0.1 * (1 + 1e-9)  # never more than the phase's budget
-    plain_sigmas, boosted = runs[None][0], runs["y"][0]
+    plain_sigmas = _discovery_run(df, None)[0]
+    # a numeric target: the same release as without it, the schema naming it
+    numeric, schema, _ = _discovery_run(df, "x0")
+    assert numeric == plain_sigmas and schema.target == "x0"
     # stage 1 as without a target, but the target's profile: a declared target is wanted whatever its values
+    rare, schema, meta = _discovery_run(df, "y")
     stage_one = [m for m in plain_sigmas if m.startswith(("row count", "DP bounds", "profile", "DP step"))]
-    assert "profile y" in stage_one and "profile y" not in boosted
-    assert all(boosted[m] == plain_sigmas[m] for m in stage_one if m != "profile y")
-    w = plan.target_weight
-    stage_two = boosted["histogram x0"]
-    assert boosted["partition selection y"] == pytest.approx(stage_two / math.sqrt(w), rel=1e-9)
-    assert boosted["partition selection c0"] == pytest.approx(stage_two)
+    assert "profile y" in stage_one and "profile y" not in rare
+    assert all(rare[m] == plain_sigmas[m] for m in stage_one if m != "profile y")
+    # 'yes' (600 rows) is below the first release's threshold: the reserve pays for a second release, at the first's
+    # sigma over sqrt(w), which is the one kept (its histogram records its own sigma); the other columns' sigma is
+    # the first's (the reserve was held, then spent)
+    w = plan.target_reserve
+    first, again = rare["partition selection y"], rare["partition selection y (the target's reserve)"]
+    assert again == pytest.approx(first / math.sqrt(w), rel=1e-9)
+    assert "yes" in schema["y"].categories and meta.sigma_of("y") == pytest.approx(again)
+    assert rare["partition selection c0"] == pytest.approx(first, rel=3e-3) == meta.sigma
     # stage 2's budget: the plain one (k weight-1 queries) plus the skipped profile's (weight 1/4 at the plan's
-    # sigma), now k - 1 weight-1 queries and one of weight w
+    # sigma), now k weight-1 queries and the reserve of weight w
     left = k / plain_sigmas["histogram x0"] ** 2 + 0.25 / plain.sigma ** 2
-    assert (k - 1 + w) / stage_two ** 2 == pytest.approx(left, rel=3e-3)
-    assert runs["y"][1].target == "y" and runs["y"][2].sigma == pytest.approx(stage_two)
-    # a numeric target has no threshold to clear: the same release as without it, the schema naming it
-    assert runs["x0"][0] == plain_sigmas and runs["x0"][1].target == "x0"
+    assert (k + w) / first ** 2 == pytest.approx(left, rel=3e-3)
+    assert schema.target == "y"
+
+
+def test_a_reserve_the_target_does_not_need_goes_to_the_other_columns():
+    """A balanced target keeps both classes in its first release: no second release, and the other columns spend
+    the reserve (their sigma a little above the plain one: the target's own query was made at the held sigma)."""
+    df = _rare_target_frame(positives=2_000)
+    plain_sigmas = _discovery_run(df, None)[0]
+    sigmas, schema, meta = _discovery_run(df, "y")
+    assert not any("reserve" in m for m in sigmas) and set(schema["y"].categories) == {"no", "yes"}
+    first, rest = sigmas["partition selection y"], sigmas["histogram x0"]
+    assert rest < first and meta.sigma == pytest.approx(rest) and meta.sigma_of("y") == pytest.approx(first)
+    # the same stage-2 budget as without a target (plus the skipped profile), shared out as spent
+    k = df.shape[1]
+    plan = discovery_plan_of(df)
+    left = k / plain_sigmas["histogram x0"] ** 2 + 0.25 / plan.sigma ** 2
+    assert 1 / first ** 2 + (k - 1) / rest ** 2 == pytest.approx(left, rel=3e-3)
+    assert rest < plain_sigmas["histogram x0"] * 1.05  # the others lose little to the target
+
+
+def discovery_plan_of(df):
+    from dpsynth.data.discovery import plan_discovery
+
+    return plan_discovery(df, epsilon=1.0, delta=1e-5, share=0.1)
 
 
 @pytest.mark.parametrize("dtypes", ["public", "private"])

@@ -3,6 +3,9 @@ schema's domain, metadata histograms as measurements with the right noise, DuckD
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -132,6 +135,20 @@ def _categorical(counts, sigma=4.0, nullable=False):
     col = Column("c", "categorical", categories=tuple(f"k{i}" for i in range(len(counts))), nullable=nullable)
     hist = CategoricalHistogram(col.categories, np.asarray(counts, float), 30.0 if nullable else 0.0)
     return Schema((col,)), DPMetadata(float(sum(counts)), {"c": hist}, sigma=sigma)
+
+
+def test_a_histogram_with_its_own_sigma_is_measured_and_merged_at_it():
+    """A histogram released apart from the others (a declared target's) records its own noise sd: the measurement
+    reports it, the rare-cell threshold scales with it, and it survives the metadata's JSON round trip."""
+    schema, meta = _categorical([500.0, 3.0, 200.0, 0.0, 9.0, 11.0])
+    own = DPMetadata(meta.n_rows, {"c": replace(meta.histograms["c"], sigma=2.0)}, sigma=meta.sigma)
+    assert own.sigma_of("c") == 2.0 and meta.sigma_of("c") == meta.sigma
+    _, sd = Discretizer.build(schema, own).metadata_measurement(0, own)
+    np.testing.assert_allclose(sd, 2.0)
+    # threshold 3 x 2: k1 and k3 are rare (at the phase's sigma 4, k4 and k5 would be too)
+    assert Discretizer.build(schema, own, rare=3.0).columns[0].category_cells == (0, 4, 1, 4, 2, 3)
+    back = DPMetadata.from_dict(json.loads(json.dumps(own.to_dict())))
+    assert back.sigma_of("c") == 2.0 and back.sigma == meta.sigma
 
 
 def test_rare_categories_share_one_cell_built_from_the_dp_counts_only():
