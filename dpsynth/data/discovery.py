@@ -306,7 +306,7 @@ def plan_discovery(data, *, epsilon: float, delta: float, share: float, dtypes: 
     second partition selection at sigma / sqrt(w), whose release replaces the first; otherwise the reserve goes to the
     other columns, whose sigma is recalibrated on what is left (:func:`release_stage_two`). On the loan table (4,000
     rows x 14 columns, epsilon 1, share 0.1, every cell text) the plan's threshold for a class of the target's second
-    release is ~400 rows instead of ~1,040 (~1,470 for the other columns then, ~1,040 when the reserve is not
+    release is ~400 rows instead of ~1,040 (~1,450 for the other columns then, ~1,040 when the reserve is not
     spent)."""
     source = FrameColumns(data) if isinstance(data, pd.DataFrame) else data
     if target is not None and target not in list(source.names):
