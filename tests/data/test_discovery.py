@@ -607,7 +607,9 @@ def test_a_target_released_with_one_class_or_none_is_warned_from_dp_outputs_only
     with pytest.warns(UserWarning, match=r"target column 'y' has 1 class\(es\) released at this budget"):
         schema, _ = resolve_schema(df, None, ledger=_ledger(), share=0.1, rng=np.random.default_rng(0), target="y")
     assert schema.target == "y"
-    ids = df.assign(y=[f"id{i}" for i in range(len(df))])  # ID-like: excluded by its profile
-    with pytest.warns(UserWarning, match="target column 'y' was not released at this budget"):
+    ids = df.assign(y=[f"id{i}" for i in range(len(df))])  # ID-like: no value released, even from the reserve
+    with pytest.warns(UserWarning, match="target column 'y' was not released at this budget") as caught:
         schema, _ = resolve_schema(ids, None, ledger=_ledger(), share=0.1, rng=np.random.default_rng(0), target="y")
     assert schema.target is None and "y" in schema.excluded
+    # the first release's warning is dropped with it: only the release kept (the reserve's) speaks
+    assert sum("Column 'y' is excluded" in str(w.message) for w in caught) == 1
