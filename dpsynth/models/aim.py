@@ -3,7 +3,7 @@ Synthetic Data", VLDB 2022): marginals chosen round by round where the current m
 Gaussian noise, and fitted by a graphical model.
 
 Budget: what is left after the metadata phase, as rho-zCDP (:func:`~dpsynth.marginals.mechanisms.zcdp_budget`).
-With d attributes and T = 16 d nominal rounds, as in the paper (Algorithm 1):
+With d attributes and T = 16 d nominal rounds, as in the paper (Algorithm 1; ``rounds_per_attribute`` sets the 16):
 
 1. every 1-way marginal is measured at sigma = sqrt(T / (2 * 0.9 rho)) (the metadata phase's histograms are
    added as free measurements of the same marginals, ``reuse_metadata``);
@@ -75,9 +75,11 @@ class AIM(SelectMeasureGenerate):
     ``target``: None (all 2-way marginals), a column name or "auto" (all 3-way marginals containing it);
     ``max_model_size``: megabytes of the graphical model (float64 cells) at the end; ``round_iterations`` /
     ``iterations``: mirror-descent steps per round / at the end; ``max_bins``: bins per numeric column;
-    ``backend``: "numpy", "duckdb" or "spark"; ``coarse_bins`` / ``coarse_categories``: 0, or the bins / the
-    category groups of coarse queries (module docstring); ``rare_cells``: 0 (one cell per category), or r > 0:
-    categories whose DP metadata count is below r noise sds share one cell (:mod:`dpsynth.marginals.domain`)."""
+    ``backend``: "numpy", "duckdb" or "spark"; ``rounds_per_attribute``: the nominal rounds T per attribute that set
+    the opening noise (16, the paper's; fewer: fewer, less noisy measurements to start with); ``coarse_bins`` /
+    ``coarse_categories``: 0, or the bins / the category groups of coarse queries (module docstring); ``rare_cells``:
+    0 (one cell per category), or r > 0: categories whose DP metadata count is below r noise sds share one cell
+    (:mod:`dpsynth.marginals.domain`)."""
 
     name = "aim"
     phases = ("metadata", PHASE)
@@ -86,8 +88,10 @@ class AIM(SelectMeasureGenerate):
 
     def __init__(self, *, target: str = "", max_model_size: float = 16.0, round_iterations: int = 100,
                  iterations: int = 1000, max_bins: int = DEFAULT_MAX_BINS, reuse_metadata: bool = True,
-                 backend: str = "numpy", coarse_bins: int = 0, coarse_categories: int = 0, rare_cells: float = 0.0):
+                 backend: str = "numpy", coarse_bins: int = 0, coarse_categories: int = 0, rare_cells: float = 0.0,
+                 rounds_per_attribute: int = _ROUNDS_PER_ATTRIBUTE):
         self.rare_cells = rare_cells
+        self.rounds_per_attribute = rounds_per_attribute
         self.target = target
         self.coarse_bins = coarse_bins
         self.coarse_categories = coarse_categories
@@ -135,7 +139,7 @@ class AIM(SelectMeasureGenerate):
         spent_before = ledger.epsilon()
         rho = zcdp_budget(ledger) * (1 - 1e-6)
         private = math.isfinite(rho)
-        rounds = _ROUNDS_PER_ATTRIBUTE * d
+        rounds = int(getattr(self, "rounds_per_attribute", _ROUNDS_PER_ATTRIBUTE)) * d  # older files: the paper's
         sigma = math.sqrt(rounds / (2 * _MEASURE_SHARE * rho)) if private else 1.0
         epsilon = math.sqrt(8 * (1 - _MEASURE_SHARE) * rho / rounds) if private else math.inf
         candidates = self._queries(self._candidates(self._workload()))

@@ -67,10 +67,11 @@ class BatchAIM(AIM):
                  max_model_size: float = 16.0, round_iterations: int = 100, iterations: int = _FINAL_STEPS,
                  max_bins: int = DEFAULT_MAX_BINS, reuse_metadata: bool = True, backend: str = "numpy",
                  coarse_bins: int = 0, coarse_categories: int = 0, rare_cells: float = 0.0,
-                 opening_noise: float = 0.0):
+                 opening_noise: float = 0.0, rounds_per_attribute: int = 16):
         super().__init__(target=target, max_model_size=max_model_size, round_iterations=round_iterations,
                          iterations=iterations, max_bins=max_bins, reuse_metadata=reuse_metadata, backend=backend,
-                         coarse_bins=coarse_bins, coarse_categories=coarse_categories, rare_cells=rare_cells)
+                         coarse_bins=coarse_bins, coarse_categories=coarse_categories, rare_cells=rare_cells,
+                         rounds_per_attribute=rounds_per_attribute)
         self.target_weight = target_weight
         # true / false (the older boolean form, and what ``--param triples=true`` parses to) are "on" / "off"
         self.triples = ("on" if triples else "off") if isinstance(triples, bool) else triples

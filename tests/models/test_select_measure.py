@@ -272,6 +272,23 @@ def test_batch_aim_opening_noise_lowers_the_opening_noise_within_a_quarter_of_th
         BatchAIM(opening_noise=-0.1).check_params()
 
 
+def test_rounds_per_attribute_sets_the_opening_noise(adult, adult_schema):
+    """Known answer: T = rounds_per_attribute x d nominal rounds give the opening sigma sqrt(T / (2 x 0.9 rho)) (16,
+    the paper's, by default); the whole budget is still spent; a count below 1 is refused."""
+    train = adult[0].sample(800, random_state=3).reset_index(drop=True)
+    fast = {"round_iterations": 10, "iterations": 20, "max_model_size": 1.0}
+    d = len(adult_schema)
+    for rounds in (16, 4):
+        model = AIM(rounds_per_attribute=rounds, **fast).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema,
+                                                             seed=0)
+        rho = model.budget_["phases"]["aim"]["rho"]
+        assert _opening_sigmas(model) == pytest.approx([math.sqrt(rounds * d / (2 * 0.9 * rho))] * d)
+        assert 0.99 <= model.ledger_.epsilon() <= 1.0 + 1e-9
+    assert AIM().rounds_per_attribute == BatchAIM().rounds_per_attribute == 16
+    with pytest.raises(Exception, match="rounds_per_attribute"):
+        BatchAIM(rounds_per_attribute=0).check_params()
+
+
 @pytest.mark.parametrize("bad", ["yes", 1, None])
 def test_batch_aim_refuses_an_unknown_triples_choice(bad):
     from dpsynth.errors import InputError
