@@ -153,6 +153,10 @@ class DPMetadata:
         own = getattr(self.histograms.get(name), "sigma", None)
         return float(self.sigma if own is None else own)
 
+    def sigmas(self) -> dict[str, float]:
+        """Every histogram's noise sd (:meth:`sigma_of`), by column name."""
+        return {name: self.sigma_of(name) for name in self.histograms}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_rows": float(self.n_rows),

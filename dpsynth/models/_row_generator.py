@@ -87,7 +87,7 @@ class RowGeneratorModel(Synthesizer):
         self.category_weights_ = None
         if self.match_marginals:
             self.category_weights_ = CategoryWeights.fit(self._rows(MARGINAL_REFERENCE_ROWS, gen), self.transformer_,
-                                                         mode="probs", sigma=float(self.metadata_.sigma or 0.0))
+                                                         mode="probs", sigma=self.metadata_.sigmas())
 
     # ------------------------------------------------------------------ sample
     @torch.no_grad()

@@ -272,7 +272,7 @@ class DPAutoGAN(Synthesizer):
                 z = torch.randn(MARGINAL_REFERENCE_ROWS, self.noise_dim, generator=gen)
                 reference = self._decode_rows(z)
             self.category_weights_ = CategoryWeights.fit(reference, self.transformer_, mode="logits",
-                                                         sigma=float(self.metadata_.sigma or 0.0))
+                                                         sigma=self.metadata_.sigmas())
 
     # ------------------------------------------------------------------ sample
     @torch.no_grad()

@@ -211,7 +211,7 @@ class DPTabDDPM(Synthesizer):
         if self.match_marginals:  # post-processing: rows of the DP model + DP slot counts
             reference = self._encoded_rows(MARGINAL_REFERENCE_ROWS, gen)
             self.category_weights_ = CategoryWeights.fit(reference, self.transformer_, mode="probs",
-                                                         sigma=float(self.metadata_.sigma or 0.0))
+                                                         sigma=self.metadata_.sigmas())
         self.fit_seconds_ = time.perf_counter() - t0
 
     def _spans(self) -> list[tuple[int, int, str]]:

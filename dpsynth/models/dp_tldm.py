@@ -262,7 +262,7 @@ class DPTLDM(Synthesizer):
         if self.match_marginals:  # post-processing: decoded rows of the DP model + DP slot counts
             reference = self._encoded_rows(MARGINAL_REFERENCE_ROWS, gen)
             self.category_weights_ = CategoryWeights.fit(reference, self.transformer_, mode="probs",
-                                                         sigma=float(self.metadata_.sigma or 0.0))
+                                                         sigma=self.metadata_.sigmas())
 
     # ------------------------------------------------------------------ sample
     def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:

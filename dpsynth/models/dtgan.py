@@ -184,7 +184,7 @@ class ConditionalGANModel(Synthesizer):
             # post-processing: generated rows of the DP model + DP slot counts (see marginal_map.py)
             reference = self._generate(MARGINAL_REFERENCE_ROWS, gen)
             self.category_weights_ = CategoryWeights.fit(reference, self.transformer_, mode="logits",
-                                                         sigma=float(self.metadata_.sigma or 0.0))
+                                                         sigma=self.metadata_.sigmas())
 
     # ------------------------------------------------------------------ sample
     @torch.no_grad()

@@ -34,6 +34,7 @@ Details:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,8 +172,10 @@ class CategoryWeights:
         self.spans, self.log_weights, self.mode = spans, log_weights, mode
 
     @classmethod
-    def fit(cls, reference: np.ndarray, transformer: Any, *, sigma: float, mode: str,
+    def fit(cls, reference: np.ndarray, transformer: Any, *, sigma: float | Mapping[str, float], mode: str,
             iterations: int = 60) -> CategoryWeights:
+        """``sigma``: the noise sd of the DP slot counts, one for every column or one per column name
+        (:meth:`~dpsynth.data.metadata.DPMetadata.sigmas`: a declared target's histogram may have its own)."""
         if mode not in ("probs", "logits"):
             raise ValueError(f"mode must be 'probs' or 'logits'. Found {mode!r}.")
         counts = transformer.slot_counts()
@@ -180,7 +183,8 @@ class CategoryWeights:
         for i, span in enumerate(transformer.output_info):
             if span.role != "category" or i not in counts:
                 continue
-            target = category_target(np.asarray(counts[i], dtype=float), sigma)
+            noise = float(sigma.get(span.column, 0.0)) if isinstance(sigma, Mapping) else float(sigma)
+            target = category_target(np.asarray(counts[i], dtype=float), noise)
             if target.sum() <= 0 or len(target) != span.end - span.start:
                 continue
             target = target / target.sum()

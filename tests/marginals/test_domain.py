@@ -142,7 +142,7 @@ def test_a_histogram_with_its_own_sigma_is_measured_and_merged_at_it():
     reports it, the rare-cell threshold scales with it, and it survives the metadata's JSON round trip."""
     schema, meta = _categorical([500.0, 3.0, 200.0, 0.0, 9.0, 11.0])
     own = DPMetadata(meta.n_rows, {"c": replace(meta.histograms["c"], sigma=2.0)}, sigma=meta.sigma)
-    assert own.sigma_of("c") == 2.0 and meta.sigma_of("c") == meta.sigma
+    assert own.sigma_of("c") == 2.0 and meta.sigma_of("c") == meta.sigma and own.sigmas() == {"c": 2.0}
     _, sd = Discretizer.build(schema, own).metadata_measurement(0, own)
     np.testing.assert_allclose(sd, 2.0)
     # threshold 3 x 2: k1 and k3 are rare (at the phase's sigma 4, k4 and k5 would be too)

@@ -196,6 +196,22 @@ def test_a_slot_the_dp_counts_leave_empty_gets_no_rows(mode):
     assert np.abs(freq[:3] - [0.5, 0.3, 0.2]).max() < 0.03
 
 
+def test_a_column_with_its_own_sigma_keeps_a_class_the_phase_sigma_would_zero():
+    """Per-column noise sds (a declared target released from its reserve, sigma 30, while the phase's is 100): a
+    class of 150 rows among 40 slots clears 2 x 30 and keeps its rows; at the phase's sigma it would be emptied."""
+    from dpsynth.models.marginal_map import CategoryWeights
+
+    rng = np.random.default_rng(4)
+    k = 40
+    probs = rng.dirichlet(np.ones(k), 5000)
+    arr = np.column_stack([np.zeros(len(probs)), probs])
+    counts = np.r_[5000.0, 3000.0, 150.0, np.zeros(k - 3)]
+    own = CategoryWeights.fit(arr, _FakeTransformer(counts), sigma={"c": 30.0, "x": 100.0}, mode="probs")
+    phase = CategoryWeights.fit(arr, _FakeTransformer(counts), sigma=100.0, mode="probs")
+    assert np.exp(own.log_weights[1][2] - own.log_weights[1][0]) > 1e-3  # kept
+    assert phase.log_weights[1][2] - phase.log_weights[1][0] < -20  # emptied at the phase's sigma
+
+
 @pytest.mark.parametrize("seed", [2, 3, 5])
 def test_argmax_weights_on_a_collapsed_generator_keep_the_best_iterate(seed):
     """A mode-collapsed generator (every row nearly the same logits) makes argmax counts jump with the weights;
