@@ -199,7 +199,8 @@ class AIM(SelectMeasureGenerate):
                                       theta=model.theta)
             model.estimate(measurements, iterations=self.round_iterations, tol=_ROUND_TOL)
             change = sum(float(np.abs(p.coarsen(model.project(p.clique)) - b).sum()) for p, b in zip(picks, before))
-            if private and change <= _NOISE_SCALE * sigma * sum(b.size for b in before):
+            if private and change <= _NOISE_SCALE * sigma * sum(b.size for b in before) \
+                    and self._may_halve((rho - rho_used) / (gaussian_rho(sigma / 2) + exponential_rho(epsilon * 2))):
                 sigma, epsilon = sigma / 2, epsilon * 2
             if bar is not None:
                 bar.set_postfix_str(f"rho {rho_used:.3g}/{rho:.3g}" if private else f"round {round_no}")
@@ -221,6 +222,11 @@ class AIM(SelectMeasureGenerate):
     def _opening_sigma(self, sigma: float, rho: float) -> float:
         """The noise sd of the opening 1-way measurements: the rounds' opening sigma, as in the paper."""
         return sigma
+
+    def _may_halve(self, picks_left: float) -> bool:
+        """Whether sigma may halve when the budget left pays for ``picks_left`` picks at the halved noise (AIM:
+        always)."""
+        return True
 
     def _per_round(self, picks_left: float) -> int:
         """Marginals selected and measured per round, between two refits (1 in AIM); ``picks_left``: how many

@@ -1,8 +1,8 @@
 """Batched, target-weighted AIM (``batch-aim``): dpsynth's faster member of the select-measure-generate family.
 
 It is AIM (:mod:`dpsynth.models.aim`: same quality score, exponential mechanism, Gaussian measurements, sigma
-halving, model-size filter, privacy accounting) with two changes, both choices about *which* public workload to
-serve and *when* to refit, neither touching the mechanisms:
+halving, model-size filter, privacy accounting) with these changes, all choices about *which* public workload to
+serve, *when* to refit and *how* the budget is scheduled, none touching the mechanisms:
 
 - **Target-weighted workload.** Every pair of columns, those containing the target at weight ``target_weight``
   (2) and the others at 1, so the selection serves the joint distribution (2-way marginals) first and the
@@ -29,6 +29,15 @@ serve and *when* to refit, neither touching the mechanisms:
   count carries an expected L1 noise ``sqrt(2 / pi) sigma cells`` of at most ``r`` times the DP row count, paying
   at most a quarter of the budget for them; the rounds then share what is left. A choice from the DP row count and
   the public domain (post-processing), recorded in the ledger as the measurements' own sigma.
+- **Halving with picks to follow** (``halving_picks``, 4; 0 = AIM's rule). AIM halves sigma whenever a round's picks
+  moved the model by less than their noise, however little budget is left. A halving that leaves the budget for one
+  or two picks at the halved noise puts much of it into one marginal (Adult at epsilon 1, seed 0: after three
+  halvings, 42% of the rounds' rho went to one last measurement of education-num x occupation x income at sigma
+  6.3): the one clique is served, the rest of the workload is not. Here sigma halves only when the budget left
+  pays for at least ``halving_picks`` picks at the halved noise; otherwise the rounds go on at the current noise,
+  and the last one spends the rest as in AIM. A choice from the public schedule alone (the budget left and the
+  mechanisms' costs), as AIM's halving test is from its refitted model. Measured in README "Halving with picks to
+  follow".
 """
 
 from __future__ import annotations
@@ -52,6 +61,8 @@ _BATCHES_LEFT = 8
 _FINAL_STEPS = 300
 #: the most of the budget the opening 1-way measurements may take with ``opening_noise`` (module docstring)
 _OPENING_CAP = 0.25
+#: sigma halves only when the budget left pays for at least this many picks at the halved noise (module docstring)
+_HALVING_PICKS = 4
 
 
 @register
@@ -61,13 +72,14 @@ class BatchAIM(AIM):
     name = "batch-aim"
     phases = ("metadata", "aim")
     fast_params = {"round_iterations": 20, "iterations": 50, "max_model_size": 1.0}
-    zero_allowed = AIM.zero_allowed + ("opening_noise",)
+    zero_allowed = AIM.zero_allowed + ("opening_noise", "halving_picks")
 
     def __init__(self, *, target: str = "auto", target_weight: float = 2.0, triples: str = "auto", batch: int = 4,
                  max_model_size: float = 16.0, round_iterations: int = 100, iterations: int = _FINAL_STEPS,
                  max_bins: int = DEFAULT_MAX_BINS, reuse_metadata: bool = True, backend: str = "numpy",
                  coarse_bins: int = 0, coarse_categories: int = 0, rare_cells: float = 0.0,
-                 opening_noise: float = 0.0, rounds_per_attribute: int = 16):
+                 opening_noise: float = 0.0, rounds_per_attribute: int = 16,
+                 halving_picks: int = _HALVING_PICKS):
         super().__init__(target=target, max_model_size=max_model_size, round_iterations=round_iterations,
                          iterations=iterations, max_bins=max_bins, reuse_metadata=reuse_metadata, backend=backend,
                          coarse_bins=coarse_bins, coarse_categories=coarse_categories, rare_cells=rare_cells,
@@ -77,6 +89,7 @@ class BatchAIM(AIM):
         self.triples = ("on" if triples else "off") if isinstance(triples, bool) else triples
         self.batch = batch
         self.opening_noise = opening_noise
+        self.halving_picks = halving_picks
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -93,6 +106,11 @@ class BatchAIM(AIM):
         wanted = ratio * max(float(self.metadata_.n_rows), 1.0) / (math.sqrt(2 / math.pi) * float(np.mean(sizes)))
         dearest = math.sqrt(len(sizes) / (2 * _OPENING_CAP * rho))  # d / (2 sigma^2) = _OPENING_CAP * rho
         return min(sigma, max(wanted, dearest))
+
+    def _may_halve(self, picks_left: float) -> bool:
+        # a halving that leaves the budget for one or two picks would put much of it into one marginal (module
+        # docstring); older model files have no halving_picks: AIM's rule
+        return picks_left >= int(getattr(self, "halving_picks", 0))
 
     def _per_round(self, picks_left: float) -> int:
         # batch only while the budget left pays for at least _BATCHES_LEFT full batches: the last picks (after sigma

@@ -289,6 +289,49 @@ def test_rounds_per_attribute_sets_the_opening_noise(adult, adult_schema):
         BatchAIM(rounds_per_attribute=0).check_params()
 
 
+def _round_sigmas(model) -> list[float]:
+    """The noise sds of the model's measurements in its AIM phase after the opening 1-way ones, in order."""
+    sigmas: list[float] = []
+    for e in model.ledger_.entries:
+        if e.phase == "aim" and e.mechanism.startswith("measure"):
+            sigmas += [e.event.noise_multiplier] * e.count
+    return sigmas[len(model.schema_):]
+
+
+def _fewest_picks_left_at_a_halving(model) -> float:
+    """Replays the ledger's rounds: at each halving (a measurement at exactly half the previous sigma), how many
+    picks the budget left then paid for at the halved noise (its measurement and its selection at twice the
+    selection epsilon); the fewest over the fit (inf when sigma never halved)."""
+    phase = model.budget_["phases"]["aim"]
+    rho, opening, d = phase["rho"], phase["opening_sigma"], len(model.schema_)
+    epsilon_0 = math.sqrt(8 * 0.1 * rho / (16 * d))  # the first rounds' selection epsilon, at the opening sigma
+    used, fewest = d * gaussian_rho(opening), math.inf
+    sigmas = _round_sigmas(model)
+    for before, after in zip(sigmas, sigmas[1:]):
+        used += gaussian_rho(before) + exponential_rho(epsilon_0 * opening / before)
+        if math.isclose(after, before / 2, rel_tol=1e-9):
+            fewest = min(fewest, (rho - used) / (gaussian_rho(after) + exponential_rho(epsilon_0 * opening / after)))
+    return fewest
+
+
+def test_batch_aim_halves_sigma_only_with_picks_to_follow(adult, adult_schema):
+    """``halving_picks``: sigma halves only when the budget left pays for at least that many picks at the halved
+    noise (the ledger replayed); AIM's rule (0) halves with fewer left on the same rows and seed (so the replay can
+    fail), and ends on a measurement far less noisy than any the default makes. Both spend the whole budget."""
+    train = adult[0].sample(800, random_state=3).reset_index(drop=True)
+    fast = {"round_iterations": 10, "iterations": 20, "max_model_size": 1.0}
+    default = BatchAIM(**fast).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    aims_rule = BatchAIM(halving_picks=0, **fast).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    assert BatchAIM().halving_picks == 4
+    assert 4 <= _fewest_picks_left_at_a_halving(default) < math.inf  # it does halve, with picks to follow
+    assert _fewest_picks_left_at_a_halving(aims_rule) < 4
+    assert min(_round_sigmas(aims_rule)) < 0.75 * min(_round_sigmas(default))
+    for model in (default, aims_rule):
+        assert 0.99 <= model.ledger_.epsilon() <= 1.0 + 1e-9
+    with pytest.raises(Exception, match="halving_picks"):
+        BatchAIM(halving_picks=-1).check_params()
+
+
 @pytest.mark.parametrize("bad", ["yes", 1, None])
 def test_batch_aim_refuses_an_unknown_triples_choice(bad):
     from dpsynth.errors import InputError
