@@ -316,17 +316,18 @@ def _fewest_picks_left_at_a_halving(model) -> float:
 
 def test_batch_aim_halves_sigma_only_with_picks_to_follow(adult, adult_schema):
     """``halving_picks``: sigma halves only when the budget left pays for at least that many picks at the halved
-    noise (the ledger replayed); AIM's rule (0) halves with fewer left on the same rows and seed (so the replay can
-    fail), and ends on a measurement far less noisy than any the default makes. Both spend the whole budget."""
+    noise (the ledger replayed, with 4); AIM's rule (0) halves with fewer left on the same rows and seed (so the
+    replay can fail), and ends on a measurement far less noisy than any the floor of 4 allows. Both spend the whole
+    budget. The default is 2."""
     train = adult[0].sample(800, random_state=3).reset_index(drop=True)
     fast = {"round_iterations": 10, "iterations": 20, "max_model_size": 1.0}
-    default = BatchAIM(**fast).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    four = BatchAIM(halving_picks=4, **fast).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
     aims_rule = BatchAIM(halving_picks=0, **fast).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
-    assert BatchAIM().halving_picks == 4
-    assert 4 <= _fewest_picks_left_at_a_halving(default) < math.inf  # it does halve, with picks to follow
+    assert BatchAIM().halving_picks == 2
+    assert 4 <= _fewest_picks_left_at_a_halving(four) < math.inf  # it does halve, with picks to follow
     assert _fewest_picks_left_at_a_halving(aims_rule) < 4
-    assert min(_round_sigmas(aims_rule)) < 0.75 * min(_round_sigmas(default))
-    for model in (default, aims_rule):
+    assert min(_round_sigmas(aims_rule)) < 0.75 * min(_round_sigmas(four))
+    for model in (four, aims_rule):
         assert 0.99 <= model.ledger_.epsilon() <= 1.0 + 1e-9
     with pytest.raises(Exception, match="halving_picks"):
         BatchAIM(halving_picks=-1).check_params()
