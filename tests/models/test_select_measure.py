@@ -232,13 +232,18 @@ def test_batch_aim_workload_weights_the_target(adult, adult_schema, triples, tar
         assert sum(w == 1.0 for w in pairs.values()) == math.comb(d - 1, 2)
 
 
-def _opening_sigmas(model) -> list[float]:
-    """The noise sds of the model's first d measurements in its AIM phase (the opening 1-way measurements)."""
+def _measurement_sigmas(model) -> list[float]:
+    """The noise sds of the model's measurements in its AIM phase, in order."""
     sigmas: list[float] = []
     for e in model.ledger_.entries:
         if e.phase == "aim" and e.mechanism.startswith("measure"):
             sigmas += [e.event.noise_multiplier] * e.count
-    return sigmas[:len(model.schema_)]
+    return sigmas
+
+
+def _opening_sigmas(model) -> list[float]:
+    """The noise sds of the model's first d measurements in its AIM phase (the opening 1-way measurements)."""
+    return _measurement_sigmas(model)[:len(model.schema_)]
 
 
 def test_batch_aim_opening_noise_lowers_the_opening_noise_within_a_quarter_of_the_budget(adult, adult_schema):
@@ -291,11 +296,7 @@ def test_rounds_per_attribute_sets_the_opening_noise(adult, adult_schema):
 
 def _round_sigmas(model) -> list[float]:
     """The noise sds of the model's measurements in its AIM phase after the opening 1-way ones, in order."""
-    sigmas: list[float] = []
-    for e in model.ledger_.entries:
-        if e.phase == "aim" and e.mechanism.startswith("measure"):
-            sigmas += [e.event.noise_multiplier] * e.count
-    return sigmas[len(model.schema_):]
+    return _measurement_sigmas(model)[len(model.schema_):]
 
 
 def _fewest_picks_left_at_a_halving(model) -> float:
