@@ -124,6 +124,10 @@ class AIM(SelectMeasureGenerate):
             cliques = list(itertools.combinations(range(d), 2)) if d >= 2 else [(0,)]
         return {c: 1.0 for c in cliques}
 
+    def _workloads(self) -> list[dict[tuple[int, ...], float]]:
+        """The workloads the picks serve in turn (AIM: its one workload)."""
+        return [self._workload()]
+
     @staticmethod
     def _candidates(workload: dict[tuple[int, ...], float]) -> dict[tuple[int, ...], float]:
         """The downward closure of the workload (non-empty subsets), each weighted as in the paper's code by its
@@ -142,7 +146,10 @@ class AIM(SelectMeasureGenerate):
         rounds = int(getattr(self, "rounds_per_attribute", _ROUNDS_PER_ATTRIBUTE)) * d  # older files: the paper's
         sigma = math.sqrt(rounds / (2 * _MEASURE_SHARE * rho)) if private else 1.0
         epsilon = math.sqrt(8 * (1 - _MEASURE_SHARE) * rho / rounds) if private else math.inf
-        candidates = self._queries(self._candidates(self._workload()))
+        # one weighting of the candidates per workload; the picks take them in turn (AIM: one)
+        weightings = [self._queries(self._candidates(w)) for w in self._workloads()]
+        candidates = {q for weights in weightings for q in weights}
+        n_picks = 0
         max_cells = self.max_model_size * 2 ** 20 / 8
         opening = self._opening_sigma(sigma, rho) if private else sigma
         measurements = [measure(self._counts, (j,), opening, ledger=ledger, phase=PHASE, names=names, rng=rng)
@@ -176,17 +183,19 @@ class AIM(SelectMeasureGenerate):
             picks, before = [], []
             quality: dict[Query, float] = {}  # a round's picks are all scored against the same model and sigma
             for _ in range(picks_per_round):
+                weights = weightings[n_picks % len(weightings)]
                 fits = self._size_filter(model, measured | {p.clique for p in picks}, limit)
-                small = [q for q in candidates if q not in picks and fits(q.clique)]
+                small = [q for q in weights if q not in picks and fits(q.clique)]
                 if not small:
                     break
                 for q in small:
                     if q not in quality:
-                        quality[q] = self._quality(model, q, candidates[q], sigma)
-                scores = np.array([quality[q] for q in small])
+                        quality[q] = self._quality(model, q, 1.0, sigma)
+                scores = np.array([weights[q] * quality[q] for q in small])
                 if not private and scores.max() <= 0:
                     break  # exact measurements: nothing left that the model gets wrong
-                sensitivity = max(candidates[q] for q in small)
+                sensitivity = max(weights[q] for q in small)
+                n_picks += 1
                 pick = small[select(scores, epsilon, sensitivity, ledger=ledger, phase=PHASE,
                                     label="a marginal", rng=rng)]
                 picks.append(pick)
@@ -200,7 +209,8 @@ class AIM(SelectMeasureGenerate):
             model.estimate(measurements, iterations=self.round_iterations, tol=_ROUND_TOL)
             change = sum(float(np.abs(p.coarsen(model.project(p.clique)) - b).sum()) for p, b in zip(picks, before))
             if private and change <= _NOISE_SCALE * sigma * sum(b.size for b in before) \
-                    and self._may_halve((rho - rho_used) / (gaussian_rho(sigma / 2) + exponential_rho(epsilon * 2))):
+                    and self._may_halve((rho - rho_used) / (gaussian_rho(sigma / 2) + exponential_rho(epsilon * 2)),
+                                        sigma / 2):
                 sigma, epsilon = sigma / 2, epsilon * 2
             if bar is not None:
                 bar.set_postfix_str(f"rho {rho_used:.3g}/{rho:.3g}" if private else f"round {round_no}")
@@ -223,9 +233,9 @@ class AIM(SelectMeasureGenerate):
         """The noise sd of the opening 1-way measurements: the rounds' opening sigma, as in the paper."""
         return sigma
 
-    def _may_halve(self, picks_left: float) -> bool:
-        """Whether sigma may halve when the budget left pays for ``picks_left`` picks at the halved noise (AIM:
-        always)."""
+    def _may_halve(self, picks_left: float, halved_sigma: float) -> bool:
+        """Whether sigma may halve to ``halved_sigma`` when the budget left pays for ``picks_left`` picks at that
+        noise (AIM: always)."""
         return True
 
     def _per_round(self, picks_left: float) -> int:

@@ -464,8 +464,9 @@ def _check_param(name: str, value: Any, default: Any, *, zero_ok: bool) -> None:
             if not value or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in value):
                 raise bad("a non-empty list of integers >= 1")
         elif value is not None and (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))
-                                    or value < 1):
-            raise bad("an integer >= 1 (or a list of them for layers), or null for the automatic choice")
+                                    or value < int(not zero_ok)):
+            raise bad(f"an integer >= {int(not zero_ok)} (or a list of them for layers), or null for the automatic "
+                      f"choice")
     elif isinstance(default, bool):
         if not isinstance(value, (bool, np.bool_)):
             raise bad("true or false")

@@ -319,12 +319,12 @@ def test_batch_aim_halves_sigma_only_with_picks_to_follow(adult, adult_schema):
     """``halving_picks``: sigma halves only when the budget left pays for at least that many picks at the halved
     noise (the ledger replayed, with 4); AIM's rule (0) halves with fewer left on the same rows and seed (so the
     replay can fail), and ends on a measurement far less noisy than any the floor of 4 allows. Both spend the whole
-    budget. The default is 2."""
+    budget. The default is the automatic floor (test below)."""
     train = adult[0].sample(800, random_state=3).reset_index(drop=True)
     fast = {"round_iterations": 10, "iterations": 20, "max_model_size": 1.0}
     four = BatchAIM(halving_picks=4, **fast).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
     aims_rule = BatchAIM(halving_picks=0, **fast).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
-    assert BatchAIM().halving_picks == 2
+    assert BatchAIM().halving_picks is None  # the automatic floor: test below
     assert 4 <= _fewest_picks_left_at_a_halving(four) < math.inf  # it does halve, with picks to follow
     assert _fewest_picks_left_at_a_halving(aims_rule) < 4
     assert min(_round_sigmas(aims_rule)) < 0.75 * min(_round_sigmas(four))
@@ -332,6 +332,59 @@ def test_batch_aim_halves_sigma_only_with_picks_to_follow(adult, adult_schema):
         assert 0.99 <= model.ledger_.epsilon() <= 1.0 + 1e-9
     with pytest.raises(Exception, match="halving_picks"):
         BatchAIM(halving_picks=-1).check_params()
+
+
+def test_batch_aim_alternate_picks_serve_the_joint_and_the_target_in_turn(adult, adult_schema):
+    """``triples="alternate"``: the picks take turns between the joint's workload (the pairs, AIM's weights with the
+    target's pairs at ``target_weight``) and the target's (the pairs and the target's triples). The ledger shows it:
+    each selection's sensitivity is the largest weight among its candidates, so half the selections (the first, the
+    third, ...: rounded up) have sensitivities within the joint workload's largest weight and the other half above
+    it; the joint's picks are never triples, the target's include triples. The whole budget is spent, never more."""
+    train = adult[0].sample(6000, random_state=3).reset_index(drop=True)
+    fast = {"round_iterations": 10, "iterations": 20, "max_model_size": 1.0}
+    model = BatchAIM(triples="alternate", **fast).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    joint, target = model._workloads()
+    assert joint == model._workload("off") and target == model._workload("on")
+    joint_max = max(model._candidates(joint).values())
+    target_max = max(model._candidates(target).values())
+    assert joint_max < target_max
+    selections = [(e.params["sensitivity"], e.count) for e in model.ledger_.entries
+                  if e.phase == "aim" and e.mechanism.startswith("select")]
+    picks = len(model.selected_)
+    assert sum(n for _, n in selections) == picks >= 8
+    assert sum(n for s, n in selections if s <= joint_max) == (picks + 1) // 2
+    assert sum(n for s, n in selections if joint_max < s <= target_max) == picks // 2
+    assert all(len(c) <= 2 for c in model.selected_[0::2])
+    assert any(len(c) == 3 for c in model.selected_[1::2])
+    assert 0.99 <= model.ledger_.epsilon() <= 1.0 + 1e-9
+    # without a target the two workloads are the same pairs: one workload, AIM's turns
+    model.target = ""
+    assert model._workloads() == [model._workload()]
+
+
+def test_batch_aim_automatic_halving_floor_follows_the_rows_over_the_halved_noise(adult, adult_schema):
+    """``halving_picks=None`` (the default): a floor of 2 picks, or 4 where the DP row count is at least 500 halved
+    noise sds (known answers at both sides of the line). Fits on Adult's rows where the two floors differ: on 800
+    rows at epsilon 1 (about 24 rows a halved sigma) the automatic fit is the floor-2 fit, event for event, and on
+    4,000 rows at epsilon 3 the floor-4 fit."""
+    from types import SimpleNamespace
+
+    model = BatchAIM()
+    model.metadata_ = SimpleNamespace(n_rows=10_000.0)
+    assert not model._may_halve(3.9, halved_sigma=10.0) and model._may_halve(4.0, halved_sigma=10.0)  # 1,000 rows/sd
+    assert not model._may_halve(3.9, halved_sigma=20.0)  # exactly 500 rows a halved sd: the large table's floor
+    assert model._may_halve(2.0, halved_sigma=40.0) and not model._may_halve(1.9, halved_sigma=40.0)  # 250 rows/sd
+    fast = {"round_iterations": 10, "iterations": 20, "max_model_size": 1.0}
+    for rows, epsilon, expected in ((800, 1.0, 2), (4000, 3.0, 4)):
+        train = adult[0].sample(rows, random_state=3).reset_index(drop=True)
+        fits = {floor: BatchAIM(halving_picks=floor, **fast).fit(train, epsilon=epsilon, delta=1e-5,
+                                                                 schema=adult_schema, seed=0) for floor in (None, 2, 4)}
+        trace = {floor: (_measurement_sigmas(m), m.selected_) for floor, m in fits.items()}
+        assert trace[2] != trace[4]  # the floor binds on these rows: a match tells which floor the rule chose
+        assert trace[None] == trace[expected]
+    assert BatchAIM(halving_picks=0).check_params() is None
+    with pytest.raises(Exception, match="halving_picks"):
+        BatchAIM(halving_picks=2.5).check_params()
 
 
 @pytest.mark.parametrize("bad", ["yes", 1, None])
