@@ -34,18 +34,18 @@ serve, *when* to refit and *how* the budget is scheduled, none touching the mech
   at most a quarter of the budget for them; the rounds then share what is left. A choice from the DP row count and
   the public domain (post-processing), recorded in the ledger as the measurements' own sigma.
 - **Halving with picks to follow** (``halving_picks``: None, the automatic floor below; or a fixed floor; 0 = AIM's
-  rule). AIM halves sigma whenever a round's picks moved the model by less than their noise, however little budget
-  is left. A halving that leaves the budget for one or two picks at the halved noise puts much of it into one
-  marginal (Adult at epsilon 1, seed 0: after three halvings, 42% of the rounds' rho went to one last measurement
-  of education-num x occupation x income at sigma 6.3): the one clique is served, the rest of the workload is not. Here sigma halves only when the budget left
-  pays for at least ``halving_picks`` picks at the halved noise; otherwise the rounds go on at the current noise,
-  and the last one spends the rest as in AIM. The automatic floor (default) is 2 picks, or 4 where the DP row count
-  is at least 500 times the halved sigma: on a large table the picks at the rounds' noise serve the joint (King
-  County, 17,000 rows: decile 2-way TVD -0.004 with 4 instead of 2), on a small one a dear last pick of the
-  target's triples is what the classifier needs (Digits, 1,438 rows: AUC -0.11 with 4; its refused halving is at
-  ~170 rows a halved sigma, King County's at ~1,700). A choice from the public schedule (the budget left and the
-  mechanisms' costs) and the DP row count, as AIM's halving test is from its refitted model. Measured in README
-  "Halving with picks to follow" and "The automatic halving floor".
+  rule). AIM halves sigma whenever a round's picks moved the model by less than their noise, however little budget is
+  left. A halving that leaves the budget for one or two picks at the halved noise puts much of it into one marginal
+  (Adult at epsilon 1, seed 0: after three halvings, 42% of the rounds' rho went to one last measurement of
+  education-num x occupation x income at sigma 6.3): the one clique is served, the rest of the workload is not. Here
+  sigma halves only when the budget left pays for at least ``halving_picks`` picks at the halved noise; otherwise the
+  rounds go on at the current noise, and the last one spends the rest as in AIM. The automatic floor (default) is 2
+  picks, or 4 where the DP row count is at least 500 times the halved sigma: on a large table the picks at the rounds'
+  noise serve the joint (King County, 17,000 rows: decile 2-way TVD -0.004 with 4 instead of 2), on a small one a dear
+  last pick of the target's triples is what the classifier needs (Digits, 1,438 rows: AUC -0.11 with 4; its refused
+  halving is at ~170 rows a halved sigma, King County's at ~1,700). A choice from the public schedule (the budget left
+  and the mechanisms' costs) and the DP row count, as AIM's halving test is from its refitted model. Measured in
+  README "Halving with picks to follow" and "The automatic halving floor".
 """
 
 from __future__ import annotations
