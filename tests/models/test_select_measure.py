@@ -387,6 +387,55 @@ def test_batch_aim_automatic_halving_floor_follows_the_rows_over_the_halved_nois
         BatchAIM(halving_picks=2.5).check_params()
 
 
+@pytest.mark.parametrize("triples", ["on", "off", "alternate"])
+def test_batch_aim_leaves_a_column_of_one_cell_out_of_the_workload(adult, adult_schema, triples):
+    """A column of one cell (here a one-category column, as the fertility table's indicator name) is the same in
+    every row of the model's domain, so a marginal with it is the marginal without it. Known answer: batch-aim's
+    workloads are those of the table without the column (its indices shifted past it), so no candidate and no pick
+    holds it, and the whole budget is spent. With it in the workload, a triple of the target, the constant and a
+    column would weigh as a triple while measuring a pair (Digits' constant pixels: 6 of 17 picks were such copies)."""
+    from dpsynth.data.schema import Schema
+
+    train = adult[0].sample(3000, random_state=4).reset_index(drop=True)
+    spec = adult_schema.to_dict()
+    at = 3  # inside the table, so the other columns' indices shift past it
+    spec["columns"].insert(at, {"name": "survey", "kind": "categorical", "nullable": False, "categories": ["2024"],
+                                "dtype": "str"})
+    wide = train.copy()
+    wide.insert(at, "survey", "2024")
+    fast = {"round_iterations": 10, "iterations": 20, "max_model_size": 1.0}
+    with_it = BatchAIM(triples=triples, **fast).fit(wide, epsilon=1.0, delta=1e-5, schema=Schema.from_dict(spec),
+                                                    seed=0)
+    without = BatchAIM(triples=triples, **fast).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=0)
+    assert with_it.discretizer_.sizes[at] == 1 and with_it.discretizer_.names[at] == "survey"
+
+    def shifted(workload):
+        return {tuple(a + (a >= at) for a in c): w for c, w in workload.items()}
+
+    assert with_it._workloads() == [shifted(w) for w in without._workloads()]
+    assert len(with_it._workloads()) == (2 if triples == "alternate" else 1)
+    assert all(at not in c for w in with_it._workloads() for c in with_it._candidates(w))
+    assert with_it.selected_ and all(at not in c for c in with_it.selected_)
+    assert 0.99 <= with_it.ledger_.epsilon() <= 1.0 + 1e-9
+    assert set(with_it.sample(500, seed=0)["survey"]) == {"2024"}
+
+
+@pytest.mark.parametrize(("sizes", "target", "expected"), [
+    ([1, 5, 1], None, {(1,): 1.0}),  # one column left: its 1-way
+    ([1, 1], None, {(0,): 1.0}),  # nothing left to learn: a 1-way, as for a table of one column
+    ([3, 1, 4, 2], "t", {(0, 2): 1.0, (0, 3): 1.0, (2, 3): 1.0, (0, 2, 3): 2.0}),
+    ([3, 4, 1], "t", {(0, 1): 1.0}),  # the target of one cell: no triples, as with two columns
+])
+def test_batch_aim_workload_without_columns_of_one_cell_known_answers(sizes, target, expected):
+    from types import SimpleNamespace
+
+    names = [f"c{j}" for j in range(len(sizes) - 1)] + ["t"]
+    model = BatchAIM()
+    model.discretizer_ = SimpleNamespace(names=names, sizes=sizes)
+    model.schema_ = SimpleNamespace(target=target)
+    assert model._workload() == expected
+
+
 @pytest.mark.parametrize("bad", ["yes", 1, None])
 def test_batch_aim_refuses_an_unknown_triples_choice(bad):
     from dpsynth.errors import InputError
