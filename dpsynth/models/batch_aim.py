@@ -20,10 +20,10 @@ serve, *when* to refit and *how* the budget is scheduled, none touching the mech
   "Alternating workloads": a lower joint on Adult, King County and Digits, scores lower on loan and on Cardio at
   epsilon 1). The target is the schema's declared one (``target="auto"``), a named column, or none (then the
   workload is AIM's: all pairs, equally weighted).
-- **Columns of one cell.** A column whose DP metadata left it one bin or category (Digits' blank corner pixels,
-  the fertility table's indicator name and code) is the same in every row of the model's domain, so a marginal with
-  it is the marginal without it. It stays out of the workload: there it would lend a triple's or a pair's weight to
-  what measures a pair or a single column (Digits at epsilon 1, seed 0: 6 of 17 picks were such copies, the target's
+- **Columns of one cell.** A column that the schema or the DP metadata left one bin or category (Digits' blank
+  pixels, the fertility table's indicator name and code) is the same in every row of the model's domain, so a
+  marginal with it is the marginal without it. It stays out of the workload: there it would lend a triple's or a
+  pair's weight to what measures a pair or a single column (Digits at epsilon 1, seed 0: 6 of 17 picks were such copies, the target's
   1-way measured through two blank pixels). Its values are still drawn from its DP histogram. A choice from the
   public domain (post-processing).
 - **Batches.** Each round selects ``batch`` marginals (one exponential mechanism each, among the candidates not
@@ -158,9 +158,9 @@ class BatchAIM(AIM):
             if self.target != "auto":
                 raise InputError(f"target must be one of the columns kept. Found {target!r}.")
             target = None
-        # a column of one cell (its DP metadata left one bin or category) is the same in every row of the model's
-        # domain: a marginal with it is the marginal without it, so it stays out of the workload, where it would only
-        # lend its weight to copies of smaller marginals (module docstring, "Columns of one cell")
+        # a column of one cell (the schema or the DP metadata left it one bin or category) is the same in every row of
+        # the model's domain: a marginal with it is the marginal without it, so it stays out of the workload, where it
+        # would only lend its weight to copies of smaller marginals (module docstring, "Columns of one cell")
         live = [j for j in range(d) if self.discretizer_.sizes[j] > 1]
         workload: dict[tuple[int, ...], float] = {c: 1.0 for c in itertools.combinations(live, 2)} \
             if len(live) >= 2 else {(live[0] if live else 0,): 1.0}
