@@ -23,9 +23,9 @@ serve, *when* to refit and *how* the budget is scheduled, none touching the mech
 - **Columns of one cell.** A column that the schema or the DP metadata left one bin or category (Digits' blank
   pixels, the fertility table's indicator name and code) is the same in every row of the model's domain, so a
   marginal with it is the marginal without it. It stays out of the workload: there it would lend a triple's or a
-  pair's weight to what measures a pair or a single column (Digits at epsilon 1, seed 0: 6 of 17 picks were such copies, the target's
-  1-way measured through two blank pixels). Its values are still drawn from its DP histogram. A choice from the
-  public domain (post-processing).
+  pair's weight to what measures a pair or a single column (Digits at epsilon 1, seed 0: 6 of 17 picks were such
+  copies, the target's 1-way measured through two blank pixels). Its values are still drawn from its DP histogram.
+  A choice from the public domain (post-processing).
 - **Batches.** Each round selects ``batch`` marginals (one exponential mechanism each, among the candidates not
   yet picked this round, all scored against the same model) and measures them, then refits the graphical model
   once. The number of refits - where AIM spends its time - drops by about ``batch``; each selection and
