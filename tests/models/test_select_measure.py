@@ -4,6 +4,7 @@ the backends (DuckDB counts the same tables as NumPy) and audits that catch a mi
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -360,6 +361,40 @@ def test_batch_aim_alternate_picks_serve_the_joint_and_the_target_in_turn(adult,
     # without a target the two workloads are the same pairs: one workload, AIM's turns
     model.target = ""
     assert model._workloads() == [model._workload()]
+
+
+def test_batch_aim_flat_weights_known_answers_and_selection_sensitivity(adult, adult_schema):
+    """``weighting="flat"``: each candidate weighs its own workload weight (1 outside the workload), not AIM's summed
+    overlaps (known answers on three columns, and on Adult's shape: with the target's triples AIM's weights put a pair
+    of two other columns at 80 of the largest 276). The ledger shows it: every selection's sensitivity is the largest
+    flat weight (1 with ``target_weight=1``; AIM's weights give each selection a sensitivity far above it), the picks
+    hold both the target's triples and pairs of other columns, and the whole budget is spent, never more."""
+    workload = {(0, 1): 1.0, (0, 2): 1.0, (1, 2): 1.0, (0, 1, 2): 2.0}
+    flat = BatchAIM(weighting="flat")._candidates(workload)
+    assert flat == {(0,): 1.0, (1,): 1.0, (2,): 1.0, (0, 1): 1.0, (0, 2): 1.0, (1, 2): 1.0, (0, 1, 2): 2.0}
+    paper = BatchAIM()._candidates(workload)  # sum_s c_s |r & s|: a column is in two pairs and the triple
+    assert paper[(0,)] == 4.0 and paper[(0, 1)] == 8.0 and paper[(0, 1, 2)] == 12.0
+    shape = {c: 1.0 for c in itertools.combinations(range(15), 2)}
+    shape.update({(a, b, 14): 2.0 for a, b in itertools.combinations(range(14), 2)})
+    paper = BatchAIM()._candidates(shape)
+    assert (paper[(0, 1)], max(paper.values())) == (80.0, 276.0)
+    assert max(BatchAIM(weighting="flat")._candidates(shape).values()) == 2.0
+
+    train = adult[0].sample(6000, random_state=3).reset_index(drop=True)
+    fast = {"round_iterations": 10, "iterations": 20, "max_model_size": 1.0}
+    fits = {w: BatchAIM(weighting=w, target_weight=1.0, **fast).fit(train, epsilon=1.0, delta=1e-5,
+                                                                     schema=adult_schema, seed=0)
+            for w in ("flat", "overlap")}
+    for weighting, model in fits.items():
+        sensitivities = {e.params["sensitivity"] for e in model.ledger_.entries
+                         if e.phase == "aim" and e.mechanism.startswith("select")}
+        assert (sensitivities == {1.0}) == (weighting == "flat"), (weighting, sensitivities)
+        assert 0.99 <= model.ledger_.epsilon() <= 1.0 + 1e-9
+    t = fits["flat"].discretizer_.names.index(adult_schema.target)
+    assert any(len(c) == 3 for c in fits["flat"].selected_)
+    assert any(len(c) == 2 and t not in c for c in fits["flat"].selected_)
+    with pytest.raises(Exception, match="weighting"):
+        BatchAIM(weighting="own").check_params()
 
 
 def test_batch_aim_automatic_halving_floor_follows_the_rows_over_the_halved_noise(adult, adult_schema):
