@@ -129,12 +129,16 @@ class AIM(SelectMeasureGenerate):
         return [self._workload()]
 
     @staticmethod
+    def closure(workload: dict[tuple[int, ...], float]) -> list[tuple[int, ...]]:
+        """The workload's downward closure: every non-empty subset of its marginals, sorted."""
+        return sorted({sub for clique in workload for k in range(1, len(clique) + 1)
+                       for sub in itertools.combinations(clique, k)})
+
+    @staticmethod
     def _candidates(workload: dict[tuple[int, ...], float]) -> dict[tuple[int, ...], float]:
         """The downward closure of the workload (non-empty subsets), each weighted as in the paper's code by its
         overlap with the workload: ``w_r = sum_s c_s |r & s|``, so a pair outweighs either of its attributes."""
-        closure = {sub for clique in workload for k in range(1, len(clique) + 1)
-                   for sub in itertools.combinations(clique, k)}
-        return {r: sum(c * len(set(r) & set(s)) for s, c in workload.items()) for r in sorted(closure)}
+        return {r: sum(c * len(set(r) & set(s)) for s, c in workload.items()) for r in AIM.closure(workload)}
 
     # ------------------------------------------------------------------ fit
     def _select_and_measure(self, *, rng: np.random.Generator, progress: bool) -> None:

@@ -159,9 +159,7 @@ class BatchAIM(AIM):
         outside the workload, such as a single column): see the module docstring, "Flat weights"."""
         if getattr(self, "weighting", "overlap") == "overlap":  # older model files: the paper's weights
             return AIM._candidates(workload)
-        closure = {sub for clique in workload for k in range(1, len(clique) + 1)
-                   for sub in itertools.combinations(clique, k)}
-        return {r: float(workload.get(r, 1.0)) for r in sorted(closure)}
+        return {r: float(workload.get(r, 1.0)) for r in AIM.closure(workload)}
 
     def _workloads(self) -> list[dict[tuple[int, ...], float]]:
         # "alternate": the picks take turns between the joint's workload (the pairs) and the target's (the pairs and
