@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -101,6 +102,8 @@ def _one_line_error(capsys, code, *parts):
     (["fit", "adult", "--epsilon", "1", "--delta", "tiny", "--out", "x"], "invalid float value: 'tiny'"),
     (["sample", "m", "-n", "many", "-o", "x.csv"], "invalid int value: 'many'"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["info", "--model", "nope"], "Unknown model 'nope'. Available: aim, batch-aim"),
+    (["info", "--model", "aim", "--models"], "info takes a model file, --models or --model NAME: one of them."),
     ([], "the following arguments are required: COMMAND"),
 ])
 def test_user_errors_exit_2_with_one_line(args, message, tiny_csv, capsys):
@@ -138,6 +141,38 @@ def test_ragged_csv_through_the_cli(tmp_path, capsys):
     path.write_text("a,b\n1,2,3,4\n5\n")
     code = main(["schema", "infer", str(path)])
     _one_line_error(capsys, code, "line 2 has 4 fields but the header has 2")
+
+
+def test_info_model_shows_what_param_accepts_with_defaults_and_the_docs(capsys):
+    """``dpsynth info --model NAME``: every hyper-parameter a model takes, with the default a fit without ``--param``
+    gets, written so that ``--param KEY=VALUE`` reads it back; the ledger phases; the docstrings the README cites."""
+    from dpsynth.cli.main import _parse_params
+    from dpsynth.models import BUILTIN, get_model_class
+
+    assert main(["info", "--model", "batch-aim"]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[0] == "model: batch-aim (dpsynth.models.batch_aim.BatchAIM)"
+    assert lines[1] == "ledger phases: metadata, aim; default metadata share 0.1"
+    rows = {line.split()[0]: line.split(None, 1)[1] for line in lines[3:] if line.startswith("  ")}
+    # known answers: the workload's choices of README "Choosing batch-aim's workload"
+    assert rows["weighting"] == '"overlap"' and rows["triples"] == '"auto"' and rows["batch"] == "4"
+    assert rows["target_weight"] == "2.0" and rows["halving_picks"] == "null" and rows["reuse_metadata"] == "true"
+    assert "Flat weights" in text and "about dpsynth.models.batch_aim:" in text
+    for name in BUILTIN:  # every built-in model, through --json
+        assert main(["info", "--model", name, "--json"]) == 0
+        info = json.loads(capsys.readouterr().out)
+        cls = get_model_class(name)
+        assert info["model"] == name and info["phases"] == list(cls.phases)
+        # none left out, in the signature's order
+        assert list(info["params"]) == [p.name for p in inspect.signature(cls.__init__).parameters.values()
+                                        if p.kind == p.KEYWORD_ONLY], name
+        # the printed defaults are what a model built without --param holds, and read back by --param
+        built = cls().get_params()
+        typed = _parse_params([f"{key}={json.dumps(value)}" for key, value in info["params"].items()])
+        for key, value in typed.items():
+            expected = list(built[key]) if isinstance(built[key], tuple) else built[key]
+            assert value == expected, (name, key, value, built[key])
 
 
 def test_help_still_prints_the_usage(capsys):

@@ -140,6 +140,9 @@ def _add_info(sub) -> None:
     p.add_argument("model_file", nargs="?")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--models", action="store_true", help="list the available models")
+    p.add_argument("--model", metavar="NAME",
+                   help="show a model's hyper-parameters (for --param KEY=VALUE) with their defaults, its ledger "
+                        "phases and its documentation")
     p.set_defaults(func=_cmd_info)
 
 
@@ -432,6 +435,10 @@ def _check_disk_space(model, n: int, out: str, seed) -> None:
 def _cmd_info(args) -> int:
     from dpsynth.models import available_models
 
+    if args.model is not None:
+        if args.models or args.model_file:
+            raise InputError("info takes a model file, --models or --model NAME: one of them.")
+        return _model_info(args.model, as_json=args.json)
     if args.models or not args.model_file:
         names = available_models()
         print(json.dumps(names) if args.json else "\n".join(names))
@@ -462,6 +469,35 @@ def _cmd_info(args) -> int:
     print(ledger)  # recomputed from the events; includes the Gaussian-DP view (mu, separation)
     for flag in flags:
         print(f"WARNING: {flag}")
+    return 0
+
+
+def _model_info(name: str, *, as_json: bool) -> int:
+    """A model class's public description: what ``--param`` accepts (each hyper-parameter with its default), its
+    ledger phases, its default metadata share and its documentation (the class's and its module's docstrings, which
+    the README points to). Reads the class only: no data, no budget."""
+    import inspect
+
+    from dpsynth.models import get_model_class
+
+    cls = get_model_class(name)  # an unknown name: one InputError line listing the models
+    params = cls.default_params()
+    module_doc = inspect.cleandoc(sys.modules[cls.__module__].__doc__ or "")
+    class_doc = inspect.cleandoc(cls.__doc__ or "")
+    if as_json:
+        print(json.dumps({"model": cls.name, "class": f"{cls.__module__}.{cls.__qualname__}",
+                          "phases": list(cls.phases), "default_metadata_share": cls.default_metadata_share,
+                          "params": params, "doc": class_doc, "module_doc": module_doc}, indent=2, default=repr))
+        return 0
+    print(f"model: {cls.name} ({cls.__module__}.{cls.__qualname__})")
+    print(f"ledger phases: {', '.join(cls.phases)}; default metadata share {cls.default_metadata_share}")
+    print("hyper-parameters (--param KEY=VALUE, the value read as JSON), with their defaults:")
+    width = max((len(key) for key in params), default=0)
+    for key, default in params.items():
+        print(f"  {key:<{width}}  {json.dumps(default, default=repr)}")
+    for title, doc in (("about the class", class_doc), (f"about {cls.__module__}", module_doc)):
+        if doc:
+            print(f"\n{title}:\n{doc}")
     return 0
 
 

@@ -97,6 +97,13 @@ class Synthesizer(ABC):
         sig = inspect.signature(cls.__init__)
         return [p.name for p in sig.parameters.values() if p.name != "self" and p.kind == p.KEYWORD_ONLY]
 
+    @classmethod
+    def default_params(cls) -> dict[str, Any]:
+        """Every hyper-parameter with its default, in the constructor's order (what ``dpsynth info --model NAME``
+        prints)."""
+        sig = inspect.signature(cls.__init__).parameters
+        return {name: sig[name].default for name in cls._param_names()}
+
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The hyper-parameters, by name (scikit-learn's contract, so ``sklearn.base.clone(model)`` works).
         ``deep`` is accepted for scikit-learn; no dpsynth hyper-parameter is itself an estimator."""
