@@ -139,9 +139,7 @@ class Synthesizer(ABC):
         choice or an integer >= 1), floats finite numbers > 0 (or >= 0 when
         listed in ``zero_allowed``), text stays text, tuples are tuples of integers >= 1; then the model's own
         ``_check_params`` (choices, relations between parameters), if it has one."""
-        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()
-                    if p.name != "self" and p.kind == p.KEYWORD_ONLY}
-        for name, default in defaults.items():
+        for name, default in self.default_params().items():
             value = getattr(self, name)
             _check_param(name, value, default, zero_ok=name in self.zero_allowed)
         check = getattr(self, "_check_params", None)
