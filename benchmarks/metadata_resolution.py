@@ -12,6 +12,8 @@ DP discovery from the pandas dtypes) it prints the mean over seeds of
 - ``tvd100``: the same cut at the real percentiles (the shape inside a decile);
 - ``tail``: the mean over numeric columns of |share decoded above the real 99th percentile - share of real rows
   there| plus the same below the 1st percentile (a long tail filled by noise: King County's price);
+- ``out``: the mean over numeric columns of the share of decoded numbers outside the real column's [min, max]
+  (DP bounds are whole decades: California's latitudes 32.5-42 get [10, 100]);
 - ``worst``: the worst numeric column and its TVD;
 - ``zooms``: metadata zoom queries run (:func:`dpsynth.data.discovery.release_zooms`).
 
@@ -57,6 +59,16 @@ def tail_error(real: pd.Series, decoded: pd.Series) -> float:
     return float(abs(np.mean(y > hi) - np.mean(x > hi)) + abs(np.mean(y < lo) - np.mean(x < lo)))
 
 
+def outside(real: pd.Series, decoded: pd.Series) -> float:
+    """Share of the decoded numbers outside the real column's [min, max]."""
+    x = pd.to_numeric(real, errors="coerce").to_numpy(float)
+    y = pd.to_numeric(decoded, errors="coerce").to_numpy(float)
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if not x.size or not y.size:
+        return 0.0
+    return float(np.mean((y < x.min()) | (y > x.max())))
+
+
 def run_table(name: str, mode: str, epsilon: float, seed: int, folder: Path) -> dict:
     from dpsynth.data.discovery import resolve_schema
     from dpsynth.data.frame import conform
@@ -79,7 +91,8 @@ def run_table(name: str, mode: str, epsilon: float, seed: int, folder: Path) -> 
     zooms = sum(e.mechanism.startswith("zoom") for e in ledger.entries)
     return {"tvds": {c: quantile_tvd(typed[c], decoded[c]) for c in numeric},
             "tvd100": {c: quantile_tvd(typed[c], decoded[c], 100) for c in numeric},
-            "tails": {c: tail_error(typed[c], decoded[c]) for c in numeric}, "zooms": zooms}
+            "tails": {c: tail_error(typed[c], decoded[c]) for c in numeric},
+            "out": {c: outside(typed[c], decoded[c]) for c in numeric}, "zooms": zooms}
 
 
 def main() -> None:
@@ -89,8 +102,8 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
-    print(f"{'table':16}{'numeric':>8}{'tvd1':>8}{'tvd100':>8}{'tail':>8}{'zooms':>7}  worst")
-    means, fine, tails = [], [], []
+    print(f"{'table':16}{'numeric':>8}{'tvd1':>8}{'tvd100':>8}{'tail':>8}{'out':>8}{'zooms':>7}  worst")
+    means, fine, tails, outs = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.tables.split(","):
             runs = [run_table(name, args.schema, args.epsilon, seed, Path(tmp)) for seed in range(args.seeds)]
@@ -101,13 +114,16 @@ def main() -> None:
             tvd1 = float(per_column.mean())
             tvd100 = float(pd.DataFrame([r["tvd100"] for r in runs]).mean().mean())
             tail = float(pd.DataFrame([r["tails"] for r in runs]).mean().mean())
+            out = float(pd.DataFrame([r["out"] for r in runs]).mean().mean())
             means.append(tvd1)
             fine.append(tvd100)
             tails.append(tail)
+            outs.append(out)
             zooms = np.mean([r["zooms"] for r in runs])
-            print(f"{name:16}{len(per_column):>8}{tvd1:>8.4f}{tvd100:>8.4f}{tail:>8.4f}{zooms:>7.1f}  "
+            print(f"{name:16}{len(per_column):>8}{tvd1:>8.4f}{tvd100:>8.4f}{tail:>8.4f}{out:>8.4f}{zooms:>7.1f}  "
                   f"{per_column.idxmax()} {per_column.max():.3f}", flush=True)
-    print(f"mean over tables: tvd1 {np.mean(means):.4f}  tvd100 {np.mean(fine):.4f}  tail {np.mean(tails):.4f}")
+    print(f"mean over tables: tvd1 {np.mean(means):.4f}  tvd100 {np.mean(fine):.4f}  tail {np.mean(tails):.4f}  "
+          f"out {np.mean(outs):.4f}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ Each schema column becomes one attribute with a fixed number of cells (:class:`C
   uneven where the metadata zoomed into a run of grid bins, :func:`dpsynth.data.discovery.release_zooms`),
   cut where the DP histogram's cumulative mass crosses ``k / max_bins``: equal-mass bins from DP counts (no exact
   quantile is ever read), so most of the resolution goes where the rows are. Small integer ranges keep their unit
-  bins when they fit.
+  bins when they fit. Bounds found by DP discovery are whole decades: there the bins also end where the DP histogram
+  says the rows do (:func:`support`), so no bin unites the rows' last values with a stretch of empty range.
 
 Encoding private rows into cells (:meth:`Discretizer.encode`) is what backends count; it uses the schema only.
 Decoding (:meth:`Discretizer.decode`) maps cells back to values: a category, a missing value, a special value, or
@@ -44,7 +45,7 @@ from dpsynth.errors import InputError
 from dpsynth.marginals.graphical_model import draw_rows
 
 __all__ = ["ColumnCells", "Discretizer", "DEFAULT_MAX_BINS", "fine_slopes", "linear_inside", "smooth_fine_counts",
-           "smooth_grid_counts", "snap_inside"]
+           "smooth_grid_counts", "snap_inside", "support"]
 
 DEFAULT_MAX_BINS = 32
 
@@ -121,23 +122,104 @@ def _rare_cells(counts: np.ndarray, threshold: float) -> tuple[int, ...]:
     return tuple(int(c) for c in np.where(rare, int((~rare).sum()), kept))
 
 
-def _coarse_edges(edges: np.ndarray, weights: np.ndarray, max_bins: int) -> np.ndarray:
+def _coarse_edges(edges: np.ndarray, weights: np.ndarray, max_bins: int, inside: tuple[int, int] | None = None
+                  ) -> np.ndarray:
     """At most ``max_bins`` bins, each a union of consecutive fine bins, cut at equal steps of the DP mass (a
-    little mass uniform along the column's range is mixed in so that a run of empty fine bins still gets a bin of its
-    own eventually; along the range, not per fine bin, so that a zoom's many narrow sub-bins do not draw the
-    coarse bins away from the rest of the range)."""
+    little mass uniform along the range is mixed in so that a run of empty fine bins still gets a bin of its own
+    eventually; along the range, not per fine bin, so that a zoom's many narrow sub-bins do not draw the coarse bins
+    away from the rest of the range).
+
+    ``inside`` (fine bins ``[lo, hi)``, :func:`support`): those equal-mass cuts only inside, and a cut at each end
+    of it, then (as far as a quarter of ``max_bins`` allows) ``TAIL_STEPS`` fine bins out from them: a bin then no
+    longer unites the rows' last values with a stretch of empty range inside which decoding would draw numbers by the
+    noise (that stretch's mass is measured on its own), and a thin real tail keeps narrow bins next to the rows."""
     k = len(edges) - 1
     if k <= max_bins:
         return edges.copy()
-    widths = np.diff(edges)
+    lo, hi = inside or (0, k)
+    # the cuts beyond the support: at its ends, then TAIL_STEPS fine bins out from them, as many as a quarter of
+    # the bins allows (the rows keep the rest)
+    ends = [i for d in (0, *TAIL_STEPS) for i in ((lo - d) * (lo > 0), (hi + d) * (hi < k)) if 0 < i < k]
+    ends = list(dict.fromkeys(ends))[: max(max_bins // 4, 2)]
+    if len(ends) >= max_bins - 1:
+        ends, lo, hi = [], 0, k  # no room for the rows' own bins: cut by mass alone
+    inside_mask = (np.arange(k) >= lo) & (np.arange(k) < hi)
+    widths = np.where(inside_mask, np.diff(edges), 0.0)
     uniform = widths / widths.sum() if widths.sum() > 0 else np.full(k, 1.0 / k)
-    mass = np.clip(weights, 0, None)
+    mass = np.where(inside_mask, np.clip(weights, 0, None), 0.0)
     mass = mass / mass.sum() if mass.sum() > 0 else uniform
-    mass = 0.9 * mass + 0.1 * uniform
-    cdf = np.cumsum(mass)
-    cuts = np.searchsorted(cdf, np.arange(1, max_bins) / max_bins, side="left") + 1  # fine edge index after the bin
-    inner = np.unique(np.clip(cuts, 1, k - 1))
+    cdf = np.cumsum(0.9 * mass + 0.1 * uniform)
+    bins = max_bins - len(ends)
+    cuts = np.searchsorted(cdf, np.arange(1, bins) / bins, side="left") + 1  # fine edge index after the bin
+    first, last = max(lo + 1, 1), min(hi - 1, k - 1)
+    inner = np.clip(cuts, first, last) if first <= last else np.zeros(0, dtype=int)
+    inner = np.unique(np.r_[inner, ends].astype(int))
     return np.concatenate([[edges[0]], edges[inner], [edges[-1]]])
+
+
+#: :func:`_coarse_edges`: beyond each end of the rows' support, bins end this many fine bins out (then the rest)
+TAIL_STEPS = (2, 8)
+#: :func:`support`: a bin beyond this many noise sds surely holds rows (pure noise: once in ~30,000 bins); without
+#: one (a small table, every bin mostly noise) nothing is cut ...
+SUPPORT_BIN_SD = 4.0
+#: ... declaring a bin empty costs its squared positive z-score, declaring it full this much (so a bin counts as
+#: rows when its count is beyond sqrt(2) noise sds: pure noise averages 0.5 a bin) ...
+SUPPORT_PENALTY = 2.0
+#: ... and a run cut off must hold less than this many noise sds of its sum
+SUPPORT_RUN_SD = 3.0
+
+
+def support(noisy: np.ndarray, sd: np.ndarray, edges: np.ndarray) -> tuple[int, int]:
+    """The fine bins ``[lo, hi)`` of a numeric column's DP histogram that hold its rows, read off the unclipped noisy
+    counts ``noisy``, their noise sds ``sd`` and the bins' ``edges`` (post-processing).
+
+    Why: DP bounds are whole decades (discovery), so a column often fills a tenth of its range, and every empty grid
+    bin keeps a clipped count of about 0.4 noise sd: drawing numbers inside a cell by those counts put 4% of
+    California's synthetic latitudes below 32.5 or above 42, and longitudes down to -988.
+
+    How: at each end, only within the outermost run of equal-width bins (a zoom's sub-bins are a run of their own,
+    and its window holds 90% of the DP mass: a cut never crosses from the grid into them, unless they are one whole
+    number each, as a year's: King County's sale years 2014-2015 got a window of 1984-2125) and never past a bin beyond
+    ``SUPPORT_BIN_SD`` noise sds, the change point that minimises the cost of calling the bins before it empty (each
+    its squared positive z-score) and those after it full (``SUPPORT_PENALTY`` each), moved back until what it cuts
+    off sums to within ``SUPPORT_RUN_SD`` noise sds of 0. With no bin beyond
+    ``SUPPORT_BIN_SD`` sds (a small table: every bin mostly noise) nothing is cut. A cut-off run is not dropped: the
+    cells still cover the whole range (:func:`_coarse_edges` gives it bins of its own, whose mass is measured), so
+    a thin real tail the noise hides keeps its rows. Exact counts (sd 0): the empty ends."""
+    noisy, sd = np.asarray(noisy, float), np.asarray(sd, float)
+    k = len(noisy)
+    if k == 0:
+        return 0, 0
+    if not np.any(sd > 0):
+        full = np.flatnonzero(noisy > 0)
+        return (int(full[0]), int(full[-1]) + 1) if len(full) else (0, k)
+    strong = np.flatnonzero(noisy > SUPPORT_BIN_SD * sd)
+    if len(strong) == 0:
+        return 0, k
+    widths = np.diff(np.asarray(edges, float))
+    same = np.r_[True, np.isclose(widths[1:], widths[:-1], rtol=1e-6, atol=0.0)]
+    first_run = int(np.argmin(same[1:])) + 1 if not same[1:].all() else k  # bins of the first run
+    last_run = k - (int(np.argmin(same[::-1])) + 1) if not same[1:].all() else 0  # where the last run starts
+    # a zoom's sub-bins of one whole number each (edges at half-integers: a year's 1984.5, 1985.5, ...) are not
+    # thin slices of a continuous column's mass: a cut may go on through them
+    x = np.asarray(edges, float)
+    half = np.isclose(np.mod(x - 0.5, 1.0), 0.0, atol=1e-9) | np.isclose(np.mod(x - 0.5, 1.0), 1.0, atol=1e-9)
+    whole = (widths <= 1.0 + 1e-9) & (half[:-1] | half[1:])
+    while first_run < k and whole[first_run]:
+        first_run += 1
+    while last_run > 0 and whole[last_run - 1]:
+        last_run -= 1
+
+    def cut(values: np.ndarray, sds: np.ndarray, run: int) -> int:
+        z = np.where(sds > 0, values / np.where(sds > 0, sds, 1.0), 0.0)[:run]
+        cost = np.r_[0.0, np.cumsum(np.clip(z, 0, None) ** 2 - SUPPORT_PENALTY)]
+        best = int(np.argmin(cost))
+        sums, spread = np.r_[0.0, np.cumsum(values[:best])], np.r_[0.0, np.sqrt(np.cumsum(sds[:best] ** 2))]
+        return int(np.flatnonzero(sums <= SUPPORT_RUN_SD * spread)[-1])
+
+    lo = cut(noisy, sd, min(first_run, int(strong[0])))
+    hi = k - cut(noisy[::-1], sd[::-1], min(k - last_run, k - 1 - int(strong[-1])))
+    return (lo, hi) if lo < hi else (0, k)
 
 
 class Discretizer:
@@ -177,9 +259,14 @@ class Discretizer:
             # measurements; the fine counts only shape it): a thin region inside a bin (RAND HIE's `lpi` between 3.1
             # and 5.3: 12% of the rows, every fine count under 1 noise sd) must not collapse onto the bin's strong
             # fine bins (1-way TVD 0.21 vs the histogram's 0.14).
-            edges = _coarse_edges(np.asarray(hist.edges, float), np.clip(counts - 2.0 * sd, 0, None), max_bins)
-            out.append(ColumnCells(col.name, "numeric", col.nullable, (), edges, np.asarray(hist.edges, float),
-                                   smooth_grid_counts(np.asarray(hist.edges, float), np.clip(counts, 0, None), sd),
+            # bounds found by DP discovery are whole decades (Latitude 32-42 gets [10, 100]): a cut at each end of
+            # the rows' support (:func:`support`), or an edge bin reaching into the empty range would draw numbers
+            # there by the noise. Declared bounds are the user's: their thin tails keep the rows' bins
+            lo, hi = support(*hist.bin_noise(sigma), hist.edges) if schema.provenance == "dp" else (0, len(counts))
+            fine_edges = np.asarray(hist.edges, float)
+            edges = _coarse_edges(fine_edges, np.clip(counts - 2.0 * sd, 0, None), max_bins, (lo, hi))
+            out.append(ColumnCells(col.name, "numeric", col.nullable, (), edges, fine_edges,
+                                   smooth_grid_counts(fine_edges, np.clip(counts, 0, None), sd),
                                    tuple(col.special_values), col.rounds, step=float(col.grid_step or 0.0)))
         return cls(out)
 

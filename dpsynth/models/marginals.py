@@ -5,8 +5,9 @@ the metadata phase on one Gaussian histogram per column (sensitivity 1 under add
 one cell of each column's histogram; sigma calibrated so the composed ledger epsilon stays within target),
 then combines it with the metadata phase's histogram of the same cells by inverse-variance weighting
 (post-processing of two DP releases). Sampling draws a cell by its (clipped) noisy count, then a value
-uniformly inside a numeric bin. It keeps every 1-way marginal and none of the dependencies between columns:
-any model worth using must beat it on 2-way marginals and ML efficacy.
+uniformly inside a numeric bin; with bounds from DP discovery (whole decades), the stretches beyond the rows'
+support are drawn at their unclipped sums (:func:`_stretches_at_their_sums`). It keeps every 1-way marginal and
+none of the dependencies between columns: any model worth using must beat it on 2-way marginals and ML efficacy.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dpsynth.data.discovery import (
     numeric_cells,
 )
 from dpsynth.data.metadata import CategoricalHistogram, NumericHistogram
+from dpsynth.marginals.domain import support
 from dpsynth.models import register
 from dpsynth.models.base import Synthesizer
 from dpsynth.models.phase import budget_summary, json_number
@@ -103,7 +105,7 @@ class Marginals(Synthesizer):
             if isinstance(hist, CategoricalHistogram):
                 out[col.name] = _sample_categorical(hist, n, rng)
             else:
-                out[col.name] = _sample_numeric(hist, n, rng)
+                out[col.name] = _sample_numeric(hist, n, rng, decade_bounds=self.schema_.provenance == "dp")
         return pd.DataFrame(out)
 
     def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -152,16 +154,35 @@ def _probabilities(weights: np.ndarray) -> np.ndarray:
     return weights / total if total > 0 else np.full(len(weights), 1.0 / len(weights))
 
 
+def _stretches_at_their_sums(hist: NumericHistogram) -> np.ndarray:
+    """The clipped counts with each stretch of range beyond the rows' support (:func:`~dpsynth.marginals.domain.
+    support`: DP discovery's bounds are whole decades) scaled to the stretch's unclipped sum (clipped at 0): an
+    empty bin's clipped noise is 0.4 noise sd on average, so 40 empty bins drew about 16 noise sds of rows out there
+    (California's latitudes down to 10); the unclipped sum is unbiased, and is still there for a thin real tail.
+    Post-processing of the DP histogram; histograms without their unclipped counts are left as they are."""
+    counts = np.asarray(hist.counts, dtype=float).copy()
+    if hist.noisy is None or hist.bin_sd is None:
+        return counts
+    noisy = np.asarray(hist.noisy, dtype=float)
+    lo, hi = support(noisy, np.asarray(hist.bin_sd, dtype=float), hist.edges)
+    for part in (slice(0, lo), slice(hi, len(counts))):
+        held = counts[part].sum()
+        if held > 0:
+            counts[part] *= max(float(noisy[part].sum()), 0.0) / held
+    return counts
+
+
 def _sample_categorical(hist: CategoricalHistogram, n: int, rng) -> np.ndarray:
     cats = np.asarray(list(hist.categories) + [np.nan], dtype=object)
     p = _probabilities(np.append(hist.counts, hist.missing))
     return cats[rng.choice(len(cats), size=n, p=p)]
 
 
-def _sample_numeric(hist: NumericHistogram, n: int, rng) -> np.ndarray:
+def _sample_numeric(hist: NumericHistogram, n: int, rng, *, decade_bounds: bool = False) -> np.ndarray:
     specials = list(hist.special_counts)
     k = len(hist.counts)
-    p = _probabilities(np.concatenate([hist.counts, list(hist.special_counts.values()), [hist.missing]]))
+    counts = _stretches_at_their_sums(hist) if decade_bounds else hist.counts
+    p = _probabilities(np.concatenate([counts, list(hist.special_counts.values()), [hist.missing]]))
     cell = rng.choice(len(p), size=n, p=p)
     out = np.full(n, np.nan)
     in_bin = cell < k

@@ -15,7 +15,7 @@ from dpsynth.data.frame import conform
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
 from dpsynth.marginals.backends import NumPyBackend
-from dpsynth.marginals.domain import ColumnCells, Discretizer
+from dpsynth.marginals.domain import ColumnCells, Discretizer, support
 from dpsynth.privacy.ledger import PrivacyLedger
 
 
@@ -47,13 +47,98 @@ def test_noise_tails_get_no_bins_and_thin_regions_keep_their_shape():
     counts = np.r_[np.full(6, 8.0), 400.0, np.full(3, 300.0), np.clip(rng.normal(0.0, sigma, 54), 0, None)]
     schema, meta = _numeric(counts)
     cells = Discretizer.build(schema, meta, max_bins=8).columns[0]
-    assert np.sum(cells.edges > 10.0 + 1e-9) <= 2  # the noise tail [10, 64) gets at most one bin of its own
+    # the noise tail [10, 64) gets at most two bins of its own (the support's end and one step out: a quarter of 8)
+    assert np.sum(cells.edges > 10.0 + 1e-9) <= 3
     # all codes of the first bin: decoded values spread over the thin fine bins, in their proportions
     first = np.zeros((6000, 1), dtype=np.int32)
     values = Discretizer([cells]).decode(first, np.random.default_rng(0))["x"].to_numpy()
     in_bin = counts[: int(np.searchsorted(cells.fine_edges, cells.edges[1]))]
     assert cells.edges[1] > 6.0  # the thin region shares the first bin with the strong fine bin
     assert abs(np.mean(values < 6.0) - in_bin[:6].sum() / in_bin.sum()) < 0.03  # kept, in proportion
+
+
+def _latitudes(seed: int, sigma: float = 171.0):
+    """California's latitudes as DP discovery sees them: rows in [32.5, 42.3] (7 of 64 grid bins), decade bounds
+    [10, 100], Gaussian noise of sd ``sigma`` on every bin (the unclipped counts and their sd kept, as discovery
+    keeps them)."""
+    edges = np.linspace(10.0, 100.0, 65)
+    true = np.zeros(64)
+    true[16:23] = [500, 2000, 4000, 3000, 2000, 1000, 300]
+    noisy = true + np.random.default_rng(seed).normal(0.0, sigma, 64)
+    hist = NumericHistogram(edges, np.clip(noisy, 0, None), {}, 0.0, noisy=noisy, bin_sd=np.full(64, sigma))
+    col = Column("x", "continuous", nullable=False, lower=10.0, upper=100.0)
+    return edges, true, hist, Schema((col,), provenance="dp"), DPMetadata(float(true.sum()), {"x": hist}, sigma=sigma)
+
+
+def test_support_cuts_the_empty_decade_off_and_never_a_bin_that_surely_holds_rows():
+    lows, highs = [], []
+    for seed in range(40):
+        edges, _, hist, _, _ = _latitudes(seed)
+        lo, hi = support(hist.noisy, hist.bin_sd, edges)
+        # bins 17 and 21 hold 2,000 and 1,000 rows (> 4 noise sds): never cut off
+        assert lo <= 17 and hi >= 22
+        lows.append(lo)
+        highs.append(hi)
+    # the 16 empty bins below and 41 above: (nearly) all cut off on most seeds
+    assert np.mean(np.array(lows) >= 15) >= 0.85 and np.mean(np.array(highs) <= 24) >= 0.85
+    # no bin beyond 4 noise sds (a small table: 30 rows a bin under noise of sd 171): nothing is cut
+    for seed in range(20):
+        noisy = 30.0 + np.random.default_rng(seed).normal(0.0, 171.0, 64)
+        assert support(noisy, np.full(64, 171.0), np.linspace(10.0, 100.0, 65)) == (0, 64)
+    # exact counts: the empty ends
+    assert support(np.r_[0, 0, 5, 0, 7, 0], np.zeros(6), np.arange(7.0)) == (2, 5)
+
+
+def test_support_cuts_through_a_zoom_of_whole_numbers_but_not_into_thin_slices_of_a_continuous_column():
+    """King County's sale years (2014, 2015) get decade bounds [1000, 10000] and a zoom of one bin a year over
+    1984-2125: the empty years inside the zoom are cut off too. A zoom of a continuous column (sub-bins of 0.11, not
+    whole numbers) is where 90% of the DP mass is, and its thin real slices are never cut."""
+    grid = np.linspace(1000.0, 10000.0, 65)
+    years = np.r_[1984.375, np.arange(1984.5, 2125.0, 1.0), 2125.0]  # grid bin 7, one sub-bin a year
+    edges = np.r_[grid[:7], years, grid[9:]]
+    k = len(edges) - 1
+    first_year = 7 + int(np.searchsorted(years, 2013.5))  # the bin of 2014
+    true = np.zeros(k)
+    true[first_year:first_year + 2] = [12_000, 6_000]
+    sd = np.where(np.diff(edges) < 2.0, 300.0, 171.0)
+    slices = np.linspace(1984.375, 2125.0, 1281)  # the same window in 1,280 sub-bins of 0.11
+    continuous = np.r_[grid[:7], slices, grid[9:]]
+    for seed in range(20):
+        noisy = true + np.random.default_rng(seed).normal(0.0, sd)
+        lo, hi = support(noisy, sd, edges)
+        assert first_year - 3 <= lo <= first_year and first_year + 2 <= hi <= first_year + 5
+        inside = np.random.default_rng(seed).normal(0.0, 300.0, 1280)
+        inside[400:500] += 180.0  # the rows, in slices of 180 (0.6 noise sd) each
+        lo, hi = support(np.r_[noisy[:7], inside, noisy[-56:]], np.r_[sd[:7], np.full(1280, 300.0), sd[-56:]],
+                         continuous)
+        assert lo <= 7 and hi >= 7 + 1280  # never inside the continuous zoom
+
+
+def test_numbers_are_not_drawn_by_the_noise_of_an_empty_decade(monkeypatch):
+    """With bounds from DP discovery the bins end where the rows do (:func:`support`), so decoding the real rows'
+    cells puts (almost) no number outside the rows' range; with the support switched off, or with the same bounds
+    declared in a public schema (the user's range: left as declared), the edge bins reach into the empty decade and
+    several per cent of the numbers land there (California's latitudes down to 10, longitudes to -988)."""
+    from dpsynth.marginals import domain
+
+    def outside_share(seed: int, provenance: str = "dp") -> float:
+        edges, true, _, schema, meta = _latitudes(seed)
+        schema = replace(schema, provenance=provenance)
+        rng = np.random.default_rng(seed + 100)
+        fine = rng.choice(64, size=20_000, p=true / true.sum())
+        rows = pd.DataFrame({"x": edges[fine] + rng.random(20_000) * np.diff(edges)[fine]})
+        disc = Discretizer.build(schema, meta)
+        cells = disc.columns[0]
+        assert cells.edges[0] == 10.0 and cells.edges[-1] == 100.0  # every value still has a cell
+        decoded = disc.decode(disc.encode(rows), np.random.default_rng(seed))["x"]
+        return float(np.mean((decoded < 32.5) | (decoded > 42.3)))
+
+    with_support = [outside_share(seed) for seed in range(5)]
+    declared = [outside_share(seed, "public") for seed in range(5)]
+    monkeypatch.setattr(domain, "support", lambda noisy, sd, edges: (0, len(noisy)))
+    without = [outside_share(seed) for seed in range(5)]
+    assert np.mean(with_support) < 0.01 and np.mean(without) > 4 * np.mean(with_support)
+    assert declared == without
 
 
 def test_encode_decode_round_trip_stays_in_the_domain():

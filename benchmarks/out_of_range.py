@@ -1,0 +1,77 @@
+"""Synthetic numbers outside the real column's range, for fits without a schema (DP discovery's decade bounds).
+
+DP discovery bounds a numeric column by whole decades, so California's latitudes (32.5-42) get [10, 100] and its
+longitudes [-1000, -100]; a model that draws numbers by the noise of the empty bins out there writes latitudes of 10
+and longitudes of -988. Per table and model, each fitted as ``dpsynth fit FILE.csv`` does (the training split of
+``generality.py`` written to CSV, every cell read as text, ``dtypes="private"``), it prints the mean over seeds of
+
+- ``outside``: the share of synthetic numbers outside the real training column's [min, max], averaged over the
+  numeric columns the model kept;
+- ``worst``: the column with the largest share, and that share.
+
+Run it on two commits to compare::
+
+    DPSYNTH_DATA=../shared/datasets python benchmarks/out_of_range.py --tables housing,king --models batch-aim,marginals
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generality import as_csv_reads, load_split  # noqa: E402
+
+
+def outside_shares(real: pd.DataFrame, synthetic: pd.DataFrame) -> dict[str, float]:
+    """Per numeric column of ``real`` that ``synthetic`` kept: the share of its synthetic numbers outside the real
+    [min, max] (missing values left out)."""
+    out = {}
+    for name in real.columns:
+        x = pd.to_numeric(real[name], errors="coerce").to_numpy(float)
+        if name not in synthetic or not pd.api.types.is_numeric_dtype(real[name]) or np.isnan(x).all():
+            continue
+        y = pd.to_numeric(synthetic[name], errors="coerce").to_numpy(float)
+        y = y[np.isfinite(y)]
+        if y.size:
+            out[name] = float(np.mean((y < np.nanmin(x)) | (y > np.nanmax(x))))
+    return out
+
+
+def run(table: str, model: str, epsilon: float, seed: int, folder: Path) -> dict[str, float]:
+    from dpsynth.models import get_model_class
+
+    train, _ = load_split(table, seed)
+    text, typed = as_csv_reads(train, folder, f"{table}-{seed}")
+    fitted = get_model_class(model)()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted.fit(text, epsilon=epsilon, delta=1e-5, seed=seed, dtypes="private", progress=False)
+    return outside_shares(typed, fitted.sample(len(train), seed=seed))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", default="housing,king")
+    parser.add_argument("--models", default="batch-aim,marginals")
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--seeds", type=int, default=3)
+    args = parser.parse_args()
+    print(f"{'table':10}{'model':12}{'outside':>9}  worst")
+    with tempfile.TemporaryDirectory() as tmp:
+        for table in args.tables.split(","):
+            for model in args.models.split(","):
+                runs = pd.DataFrame([run(table, model, args.epsilon, seed, Path(tmp)) for seed in range(args.seeds)])
+                per_column = runs.mean()
+                print(f"{table:10}{model:12}{per_column.mean():>9.4f}  {per_column.idxmax()} {per_column.max():.4f}",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
