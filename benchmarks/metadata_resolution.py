@@ -48,11 +48,16 @@ def quantile_tvd(real: pd.Series, decoded: pd.Series, cuts: int = 10) -> float:
     return float(0.5 * p.sub(q, fill_value=0.0).abs().sum())
 
 
-def tail_error(real: pd.Series, decoded: pd.Series) -> float:
-    """|share of decoded rows above the real 99th percentile - real share| + the same below the 1st."""
+def _finite(real: pd.Series, decoded: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The finite numbers of both columns (text and missing values left out)."""
     x = pd.to_numeric(real, errors="coerce").to_numpy(float)
     y = pd.to_numeric(decoded, errors="coerce").to_numpy(float)
-    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    return x[np.isfinite(x)], y[np.isfinite(y)]
+
+
+def tail_error(real: pd.Series, decoded: pd.Series) -> float:
+    """|share of decoded rows above the real 99th percentile - real share| + the same below the 1st."""
+    x, y = _finite(real, decoded)
     if not x.size or not y.size:
         return 0.0
     lo, hi = np.quantile(x, [0.01, 0.99])
@@ -61,9 +66,7 @@ def tail_error(real: pd.Series, decoded: pd.Series) -> float:
 
 def outside(real: pd.Series, decoded: pd.Series) -> float:
     """Share of the decoded numbers outside the real column's [min, max]."""
-    x = pd.to_numeric(real, errors="coerce").to_numpy(float)
-    y = pd.to_numeric(decoded, errors="coerce").to_numpy(float)
-    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    x, y = _finite(real, decoded)
     if not x.size or not y.size:
         return 0.0
     return float(np.mean((y < x.min()) | (y > x.max())))

@@ -22,26 +22,18 @@ import tempfile
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generality import as_csv_reads, load_split  # noqa: E402
+from metadata_resolution import outside  # noqa: E402
 
 
 def outside_shares(real: pd.DataFrame, synthetic: pd.DataFrame) -> dict[str, float]:
     """Per numeric column of ``real`` that ``synthetic`` kept: the share of its synthetic numbers outside the real
-    [min, max] (missing values left out)."""
-    out = {}
-    for name in real.columns:
-        x = pd.to_numeric(real[name], errors="coerce").to_numpy(float)
-        if name not in synthetic or not pd.api.types.is_numeric_dtype(real[name]) or np.isnan(x).all():
-            continue
-        y = pd.to_numeric(synthetic[name], errors="coerce").to_numpy(float)
-        y = y[np.isfinite(y)]
-        if y.size:
-            out[name] = float(np.mean((y < np.nanmin(x)) | (y > np.nanmax(x))))
-    return out
+    [min, max] (:func:`metadata_resolution.outside`)."""
+    return {name: outside(real[name], synthetic[name]) for name in real.columns
+            if name in synthetic and pd.api.types.is_numeric_dtype(real[name]) and real[name].notna().any()}
 
 
 def run(table: str, model: str, epsilon: float, seed: int, folder: Path) -> dict[str, float]:
@@ -53,7 +45,7 @@ def run(table: str, model: str, epsilon: float, seed: int, folder: Path) -> dict
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fitted.fit(text, epsilon=epsilon, delta=1e-5, seed=seed, dtypes="private", progress=False)
-    return outside_shares(typed, fitted.sample(len(train), seed=seed))
+    return outside_shares(typed, fitted.sample(seed=seed))  # the DP row count, as a release would
 
 
 def main() -> None:
