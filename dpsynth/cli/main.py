@@ -120,6 +120,10 @@ def _add_fit(sub) -> None:
                    help="without --schema: 'private' reads every value as text and decides column kinds with DP "
                    "(default for CSV/TSV, whose types pandas would infer from the values); 'public' trusts the "
                    "file's column types (default for Parquet and the bundled datasets)")
+    p.add_argument("--noise", choices=["numpy", "secure"], default="numpy",
+                   help="'secure': discrete Gaussian counts and exact selections drawn by OpenDP from the system's "
+                   "cryptographic generator, composed by RDP (the count-based models: marginals, mst, aim, "
+                   "batch-aim; pip install 'dpsynth[secure]'); 'numpy' (default): NumPy's seedable float samplers")
     p.add_argument("--out", required=True, help="model file to write")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_fit)
@@ -292,7 +296,7 @@ def _parse_params(pairs: list[str]) -> dict:
 
 
 def _fit_model(name, train, *, epsilon, delta, schema, metadata_share, params, seed, progress, dtypes="public",
-               target=None):
+               target=None, noise="numpy"):
     from dpsynth.models import get_model_class
 
     model_cls = get_model_class(name)
@@ -301,7 +305,7 @@ def _fit_model(name, train, *, epsilon, delta, schema, metadata_share, params, s
     except TypeError as exc:
         raise InputError(f"Bad hyper-parameter for model '{name}': {exc}.") from exc
     return model.fit(train, epsilon=epsilon, delta=delta, schema=schema, metadata_share=metadata_share, seed=seed,
-                     progress=progress, dtypes=dtypes, target=target)
+                     progress=progress, dtypes=dtypes, target=target, noise=noise)
 
 
 def _cmd_fit(args) -> int:
@@ -309,6 +313,7 @@ def _cmd_fit(args) -> int:
     from dpsynth.data.schema import Schema
     from dpsynth.datasets import load_table
     from dpsynth.privacy.ledger import check_privacy_params
+    from dpsynth.privacy.secure_noise import use_noise
 
     # cheap checks first: a typo must not cost a data load (or a fit)
     check_privacy_params(args.epsilon, args.delta)
@@ -316,6 +321,7 @@ def _cmd_fit(args) -> int:
     from dpsynth.models import get_model_class
 
     model_cls = get_model_class(args.model)  # an unknown model name is one error line before any data is read
+    model_cls.check_noise(args.noise, non_private=math.isinf(args.epsilon))
     if args.backend is not None and "backend" not in model_cls._param_names():
         from dpsynth.errors import InputError
         from dpsynth.models import available_models
@@ -340,13 +346,15 @@ def _cmd_fit(args) -> int:
     share = args.metadata_share if args.metadata_share is not None else model_cls.default_metadata_share
     if schema is None and not math.isinf(args.epsilon) and not args.quiet and 0 < share < 1:
         # the pre-flight estimate: public facts only (budget, share, number and types of columns), before any query
-        plan = _plan_of(train, args.backend, epsilon=args.epsilon, delta=args.delta, share=share, dtypes=dtypes,
-                        target=args.target)
+        with use_noise(args.noise):  # the thresholds it quotes are those of the fit's noise
+            plan = _plan_of(train, args.backend, epsilon=args.epsilon, delta=args.delta, share=share, dtypes=dtypes,
+                            target=args.target)
         if plan is not None:
             print(f"dpsynth: {plan.describe()}", file=sys.stderr)
     model = _fit_model(args.model, train, epsilon=args.epsilon, delta=args.delta, schema=schema,
                        metadata_share=args.metadata_share, params=params, seed=args.seed,
-                       progress=not args.quiet, dtypes=dtypes if schema is None else "public", target=args.target)
+                       progress=not args.quiet, dtypes=dtypes if schema is None else "public", target=args.target,
+                       noise=args.noise)
     model.save(args.out)
     print(model.ledger_)
     print(f"dpsynth: wrote {args.out}", file=sys.stderr)
@@ -463,9 +471,12 @@ def _cmd_info(args) -> int:
           f"target {schema.get('target')}")
     fit = header.get("fit") or {}
     if fit:
-        seeded = "yes: the noise is reproducible from that seed, keep it secret" if fit.get("seeded") else "no"
+        secure = fit.get("noise") == "secure"
+        seeded = ("yes (post-processing only: OpenDP's noise is not seeded)" if secure else
+                  "yes: the noise is reproducible from that seed, keep it secret") if fit.get("seeded") else "no"
+        noise = "secure (OpenDP: discrete Gaussian, exact selections, RDP)" if secure else "numpy"
         print(f"fit: metadata share {fit.get('metadata_share')}, public schema {fit.get('public_schema')}, "
-              f"seeded {seeded}")
+              f"seeded {seeded}, noise {noise}")
     print(ledger)  # recomputed from the events; includes the Gaussian-DP view (mu, separation)
     for flag in flags:
         print(f"WARNING: {flag}")

@@ -114,6 +114,7 @@ from dpsynth.errors import InputError
 from dpsynth.privacy.calibration import calibrate_noise
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.mechanisms import gaussian_counts, gaussian_partition_selection, selection_threshold
+from dpsynth.privacy.secure_noise import noise_mode
 
 __all__ = ["resolve_schema", "prepare_private_text", "OTHER", "geometric_grid", "calibrate_metadata_sigma", "TAIL",
            "DiscoveryPlan", "plan_discovery", "warn_excluded", "public_grid", "public_schema_release", "numeric_cells",
@@ -259,8 +260,11 @@ class DiscoveryPlan:
 
     @property
     def profile_cut(self) -> float:
-        """The per-value count above which a text value's rows count as "frequent" in its profile query."""
-        return PROFILE_CUT * self.category_rows
+        """The per-value count above which a text value's rows count as "frequent" in its profile query; a whole
+        number under ``noise="secure"``, so the frequent mass is an integer for the discrete Gaussian (still of
+        sensitivity 1)."""
+        cut = PROFILE_CUT * self.category_rows
+        return float(math.ceil(cut)) if noise_mode() == "secure" else cut
 
     @property
     def planned_precision(self) -> float:

@@ -12,6 +12,9 @@ at rho * a):
 - :func:`zcdp_budget`: the largest rho that the ledger can still compose within its target (bisection on the
   ledger's own accountant), so a model plans its rounds in rho and the ledger reports the (epsilon, delta) of
   everything.
+
+Under ``noise="secure"`` (:mod:`dpsynth.privacy.secure_noise`) both draw their noise with OpenDP: discrete Gaussian
+counts, and the exact Gumbel noisy max.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dp_accounting import dp_event
 from dpsynth.errors import InputError
 from dpsynth.marginals.graphical_model import Measurement
 from dpsynth.privacy.mechanisms import gaussian_counts
+from dpsynth.privacy.secure_noise import gumbel_max, noise_mode
 
 __all__ = ["measure", "select", "zcdp_budget", "gaussian_rho", "exponential_rho"]
 
@@ -83,5 +87,7 @@ def select(scores: np.ndarray, epsilon: float, sensitivity: float, *, ledger, ph
         raise InputError(f"epsilon and sensitivity must be > 0. Found {epsilon!r}, {sensitivity!r}.")
     ledger.spend(dp_event.ZCDpEvent(exponential_rho(epsilon)), phase=phase, mechanism=f"select {label}",
                  epsilon=float(epsilon), sensitivity=float(sensitivity))
+    if noise_mode() == "secure":
+        return gumbel_max(scores, epsilon, sensitivity)
     logits = epsilon * scores / (2.0 * sensitivity)
     return int(np.argmax(logits + rng.gumbel(size=len(scores))))

@@ -40,6 +40,7 @@ from dpsynth.errors import DPSynthError, InputError, ModelFileError, NotFittedEr
 from dpsynth.models._file import FORMAT_VERSION, META_KEY, content_digest, read_model_file
 from dpsynth.privacy.budget import DEFAULT_METADATA_SHARE, PrivacyBudget, as_budget
 from dpsynth.privacy.ledger import PrivacyLedger, warn_large_delta
+from dpsynth.privacy.secure_noise import check_noise, use_noise
 
 __all__ = ["Synthesizer", "FORMAT_VERSION", "SAMPLE_CHUNK_ROWS", "check_seed", "read_model_file"]
 
@@ -85,6 +86,9 @@ class Synthesizer(ABC):
     default_metadata_share: ClassVar[float] = DEFAULT_METADATA_SHARE
     #: whether ``fit`` also takes a file path or a Spark DataFrame, counted by an SQL engine (never loaded)
     reads_tables: ClassVar[bool] = False
+    #: whether ``fit(..., noise="secure")`` covers every mechanism of the model (count queries and selections
+    #: only: :mod:`dpsynth.privacy.secure_noise`); DP-SGD's noise is drawn by torch
+    secure_noise: ClassVar[bool] = False
     #: hyper-parameters small enough for the contract suite and smoke tests (seconds on Adult slices)
     fast_params: ClassVar[dict[str, Any]] = {}
     #: old hyper-parameter name -> new name (None: a training-only setting that no longer exists), so that model
@@ -150,6 +154,18 @@ class Synthesizer(ABC):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
 
+    @classmethod
+    def check_noise(cls, noise: str, *, non_private: bool = False) -> None:
+        """One-line error unless ``noise`` is a noise mode this model can fit with (``"secure"``: the models with
+        ``secure_noise``; any model in the non-private mode, which draws no noise)."""
+        check_noise(noise)
+        if noise == "secure" and not cls.secure_noise and not non_private:
+            from dpsynth.models import available_models, get_model_class
+
+            secure = ", ".join(n for n in available_models() if get_model_class(n).secure_noise)
+            raise InputError(f"noise='secure' covers the models whose every mechanism is a count query or a selection "
+                             f"({secure}). Found model '{cls.name}', whose noise is drawn inside its training.")
+
     # ------------------------------------------------------------------ fit
     def fit(
         self,
@@ -164,6 +180,7 @@ class Synthesizer(ABC):
         progress: bool = False,
         dtypes: str = "public",
         target: str | None = None,
+        noise: str = "numpy",
     ) -> Synthesizer:
         """Fit on private ``data`` within a privacy budget; see the module docstring.
 
@@ -194,7 +211,6 @@ class Synthesizer(ABC):
         (:func:`~dpsynth.data.discovery.release_stage_two`), and target-aware models (``batch-aim``; ``aim`` with
         ``target="auto"``) build their workload around it.
         """
-        from dpsynth.data.discovery import prepare_private_text, resolve_schema
         from dpsynth.data.text import DTYPE_MODES, as_text
         from dpsynth.marginals.tables import is_table_source
 
@@ -214,6 +230,7 @@ class Synthesizer(ABC):
             raise InputError(f"Model '{self.name}' is a non-private baseline: use epsilon=inf.")
         if dtypes not in DTYPE_MODES:
             raise InputError(f"dtypes must be one of {', '.join(DTYPE_MODES)}. Found {dtypes!r}.")
+        self.check_noise(noise, non_private=budget.non_private)
         schema = with_target(schema, target)
         if schema is not None and schema.provenance == "inferred" and not math.isinf(float(epsilon)):
             # an inferred schema holds exact min/max and every category of the rows: used unreviewed in a DP fit,
@@ -230,9 +247,20 @@ class Synthesizer(ABC):
             raise InputError(f"Model '{self.name}' fits a pandas DataFrame: read the table first (e.g. "
                              "pd.read_parquet). A file path or a Spark DataFrame is for the models that read "
                              f"tables where they live ({readers}; with backend='duckdb' or 'spark').")
-        self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta))
+        # discrete Gaussians have the continuous Gaussian's RDP curve but not its privacy profile: RDP only
+        self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta),
+                                     accountant="rdp" if noise == "secure" else "best")
         self.fit_info_ = {"metadata_share": float(metadata_share), "seeded": seed is not None,
-                          "public_schema": schema is not None, "dtypes": dtypes}
+                          "public_schema": schema is not None, "dtypes": dtypes, "noise": noise}
+        with use_noise(noise):
+            return self._fit_with(data, schema, metadata_share, in_engine=in_engine, seed=seed, progress=progress,
+                                  dtypes=dtypes, target=target, delta=float(delta))
+
+    def _fit_with(self, data, schema: Schema | None, metadata_share: float, *, in_engine: bool, seed: int | None,
+                  progress: bool, dtypes: str, target: str | None, delta: float) -> Synthesizer:
+        """The metadata phase and the model's own fit, after ``fit``'s checks (inside its noise context)."""
+        from dpsynth.data.discovery import prepare_private_text, resolve_schema
+
         rng = np.random.default_rng(seed)
         if in_engine:
             self._fit_in_engine(data, schema, metadata_share, rng=rng, progress=progress, dtypes=dtypes,

@@ -12,6 +12,9 @@ Guarantees (each has a test in tests/privacy/test_mechanisms.py):
   ``P[N(0, sigma^2) >= threshold - 1]``, which is the extra delta it adds (Korolova et al. 2009; Gopi et
   al. 2020, "Differentially private set union"). :func:`selection_threshold` inverts that relation.
 - Callers record the event *before* releasing, through :meth:`PrivacyLedger.spend`.
+
+Under ``noise="secure"`` (:mod:`dpsynth.privacy.secure_noise`) the counts get discrete Gaussian noise drawn by
+OpenDP, and the selection threshold and its delta come from the discrete Gaussian's tail.
 """
 
 from __future__ import annotations
@@ -23,6 +26,12 @@ from dp_accounting import dp_event
 from scipy.stats import norm
 
 from dpsynth.errors import InputError
+from dpsynth.privacy.secure_noise import (
+    discrete_gaussian,
+    discrete_selection_delta,
+    discrete_selection_threshold,
+    noise_mode,
+)
 
 __all__ = [
     "gaussian_counts",
@@ -42,10 +51,13 @@ def gaussian_event(sigma: float) -> dp_event.DpEvent:
 
 
 def gaussian_counts(counts: np.ndarray, *, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """``counts`` plus i.i.d. N(0, sigma^2) noise (unchanged when sigma == 0, the non-private mode)."""
+    """``counts`` plus i.i.d. N(0, sigma^2) noise (unchanged when sigma == 0, the non-private mode); under
+    ``noise="secure"``, integer ``counts`` plus discrete Gaussian noise from OpenDP (``rng`` is not used)."""
     counts = np.asarray(counts, dtype=float)
     if sigma == 0:
         return counts.copy()
+    if noise_mode() == "secure":
+        return discrete_gaussian(counts, sigma)
     return counts + rng.normal(0.0, sigma, size=counts.shape)
 
 
@@ -56,11 +68,15 @@ def selection_threshold(sigma: float, delta: float) -> float:
         return 1.0
     if not (0 < delta < 1):
         raise InputError(f"selection delta must be in (0, 1). Found {delta}.")
+    if noise_mode() == "secure":
+        return discrete_selection_threshold(sigma, delta)
     return 1.0 + sigma * float(norm.isf(delta))
 
 
 def selection_delta(sigma: float, threshold: float) -> float:
     """Probability that a key of true count 1 clears ``threshold`` (the delta partition selection adds)."""
+    if noise_mode() == "secure":
+        return discrete_selection_delta(sigma, threshold)
     return float(norm.sf((threshold - 1.0) / sigma))
 
 
