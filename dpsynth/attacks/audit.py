@@ -171,7 +171,7 @@ def max_achievable_eps_lb(mode: str, *, alpha: float, delta: float, n_pos: int =
 def _with_schema(generator: Any, schema: Any) -> Any:
     if isinstance(generator, ModelFactory):
         return ModelFactory(generator.model, epsilon=generator.epsilon, delta=generator.delta, schema=schema,
-                            **generator.hyperparams)
+                            noise=generator.noise, **generator.hyperparams)
     return generator
 
 
@@ -327,6 +327,7 @@ def audit_model(
     executor: Any = None,
     progress: bool = False,
     seed: int = 0,
+    noise: str = "numpy",
 ) -> ModelAudit:
     """Audit ``model`` (a registered name, a ``"name:k=v"`` spec, or a generator with a claimed ``epsilon``).
 
@@ -334,7 +335,8 @@ def audit_model(
     ``data``) are drawn from; ``schema``: public schema for the fits (None: the audit declares one, see the
     module docstring). A callable generator ``(train, seed, n=..., [schema=...])`` receives the audit's schema
     when it takes a ``schema`` argument; its claimed ``epsilon`` is taken as given. ``n_guesses`` defaults to
-    ``n_canaries // 5``.
+    ``n_canaries // 5``. ``noise``: a registered model's fits' noise (``"secure"``: OpenDP's samplers, as a release
+    with ``--noise secure`` draws them).
     """
     t0 = time.perf_counter()
     _check(mode, attack, n_fits, data, n_rows, n_canaries, n_guesses, n_synthetic)
@@ -349,12 +351,15 @@ def audit_model(
         name, spec_params = parse_model_spec(model)
         epsilon = float(spec_params.pop("epsilon", epsilon))
         delta = float(spec_params.pop("delta", delta))
-        gen: Any = ModelFactory(name, epsilon=epsilon, delta=delta, schema=schema, **{**spec_params, **(params or {})})
+        gen: Any = ModelFactory(name, epsilon=epsilon, delta=delta, schema=schema, noise=noise,
+                                **{**spec_params, **(params or {})})
         label = model
     else:
         gen, label = model, getattr(model, "__name__", type(model).__name__)
     ex = get_executor(executor)
     notes, out = [], None
+    if isinstance(model, str) and noise != "numpy":
+        notes.append(f"fits with noise={noise!r} (OpenDP's samplers)")
     if mode != "in-out":
         pool_df = data.drop(index=data.index[chosen]) if pool is None else pool
         try:

@@ -87,11 +87,14 @@ class ModelFactory:
     """Picklable generator built from a registered dpsynth model: fit on ``train_df``, sample ``n`` rows.
 
     ``ModelFactory("marginals", epsilon=1.0, delta=1e-5, bins=16)``; ``n`` defaults to the model's DP row count
-    (never ``len(train_df)``, which a DP release must not publish).
+    (never ``len(train_df)``, which a DP release must not publish). ``noise``: the fits' noise (``"numpy"`` or
+    ``"secure"``, :mod:`dpsynth.privacy.secure_noise`), so an audit can test the release's own samplers.
     """
 
-    def __init__(self, model: str, *, epsilon: float, delta: float, schema: Any = None, **hyperparams: Any) -> None:
+    def __init__(self, model: str, *, epsilon: float, delta: float, schema: Any = None, noise: str = "numpy",
+                 **hyperparams: Any) -> None:
         self.model, self.epsilon, self.delta, self.schema = model, float(epsilon), float(delta), schema
+        self.noise = noise
         self.hyperparams = dict(hyperparams)
 
     def build(self):
@@ -105,7 +108,7 @@ class ModelFactory:
 
     def fit(self, train_df: pd.DataFrame, seed: int | None, *, progress: bool = False):
         return self.build().fit(train_df, epsilon=self.epsilon, delta=self.delta, schema=self.schema, seed=seed,
-                                progress=progress)
+                                progress=progress, noise=self.noise)
 
     def __call__(self, train_df: pd.DataFrame, seed: int | None = None, *, n: int | None = None) -> pd.DataFrame:
         model = self.fit(train_df, seed)
@@ -113,7 +116,8 @@ class ModelFactory:
 
     def __repr__(self) -> str:
         kw = "".join(f", {k}={v!r}" for k, v in self.hyperparams.items())
-        return f"ModelFactory({self.model!r}, epsilon={self.epsilon}, delta={self.delta}{kw})"
+        noise = "" if self.noise == "numpy" else f", noise={self.noise!r}"
+        return f"ModelFactory({self.model!r}, epsilon={self.epsilon}, delta={self.delta}{noise}{kw})"
 
 
 def call_generator(generator: Callable[..., pd.DataFrame], train_df: pd.DataFrame, seed: int, n: int, *,

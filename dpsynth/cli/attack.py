@@ -81,6 +81,9 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--fast", action="store_true",
                    help="use the model's small fast_params (a quick check of the code path, not of the release setup)")
     p.add_argument("--alpha", type=float, default=0.05, help="1 - confidence of the lower bound")
+    p.add_argument("--noise", choices=["numpy", "secure"], default="numpy",
+                   help="the fits' noise: 'secure' audits OpenDP's samplers, as `dpsynth fit --noise secure` draws "
+                        "them (the count-based models)")
     p.add_argument("--json", help="write the audit as JSON here")
     _executor_args(p)
     p.set_defaults(func=run_audit)
@@ -174,7 +177,7 @@ def run_audit(args) -> int:
                             schema=_schema(args.schema) or bundled_schema, n_rows=args.rows, mode=args.method,
                             n_fits=args.fits, attack=args.attack, n_canaries=args.canaries, n_guesses=args.guesses,
                             n_synthetic=args.synthetic, budget_seconds=60.0 * args.budget, alpha=args.alpha,
-                            executor=_executor(args), progress=not args.quiet, seed=args.seed)
+                            executor=_executor(args), progress=not args.quiet, seed=args.seed, noise=args.noise)
     finally:
         log.removeHandler(handler)
     print(audit)

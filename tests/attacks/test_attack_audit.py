@@ -161,6 +161,20 @@ def test_broken_variant_fails_the_same_audit(adult, dp_audit):
     assert audit.verdict == "exceeds" and "EXCEEDS" in str(audit)
 
 
+def test_the_secure_samplers_pass_the_same_audit(adult, adult_schema):
+    """The release path of ``--noise secure`` (OpenDP's discrete Gaussian) under the audit above: powered, within
+    its claim (a sampler that added too little noise would be caught as ForgotTheNoise is)."""
+    pytest.importorskip("opendp")
+    train, _ = adult
+    audit = audit_model("marginals", train, epsilon=CLAIM, delta=1e-5, mode="in-out", attack="novelty",
+                        n_fits=N_FITS, executor="sequential", seed=0, noise="secure")
+    assert audit.max_eps_lb > CLAIM and audit.has_power
+    assert audit.eps_lb <= audit.epsilon <= CLAIM + 1e-9 and audit.verdict == "consistent"
+    assert "fits with noise='secure'" in audit.notes
+    factory = ModelFactory("marginals", epsilon=1.0, delta=1e-5, schema=adult_schema, noise="secure")
+    assert factory.fit(train.head(500), 0).fit_info_["noise"] == "secure" and "noise='secure'" in repr(factory)
+
+
 def test_claimed_epsilon_is_the_largest_over_all_fits(small_table):
     gen = DataDependentEpsilon("marginals", epsilon=0.5, delta=1e-5)
     # D0 has 200 rows (epsilon 0.5); with the canary 201 rows (epsilon 2.0): the claim is 2.0, not D0's 0.5
