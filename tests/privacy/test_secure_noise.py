@@ -181,6 +181,22 @@ def test_a_secure_fit_counted_in_duckdb(adult_small, float_noise_refused, tmp_pa
     assert any(e.mechanism.startswith("select") for e in model.ledger_.entries)
 
 
+def test_a_secure_fit_counted_in_spark(adult_small, spark, float_noise_refused, tmp_path):
+    """The same through Spark (local mode; skipped where pyspark or Java is missing): a Spark DataFrame, DP discovery
+    in Spark SQL, OpenDP's noise."""
+    from dpsynth.models import get_model_class
+
+    path = tmp_path / "rows.parquet"
+    adult_small.to_parquet(path)
+    model = get_model_class("mst")(backend="spark", **get_model_class("mst").fast_params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(spark.read.parquet(str(path)), epsilon=1.0, delta=1e-5, seed=0, noise="secure")
+    assert model.ledger_.accountant == "rdp" and model.ledger_.epsilon() <= 1.0 + 1e-9
+    assert model.metadata_.n_rows == int(model.metadata_.n_rows)
+    assert any(e.mechanism.startswith("select") for e in model.ledger_.entries)
+
+
 def test_secure_noise_is_refused_for_models_whose_noise_torch_draws_before_any_budget(adult_small):
     from dpsynth.models import get_model_class
 
