@@ -17,6 +17,7 @@ seeds: [0, 1, 2]
 schema: public                    # public: the shipped (or inferred, taken as public) schema; none: DP discovery
 dtypes: public                    # with schema none: private reads every cell as text, as `dpsynth fit FILE.csv`
 declare_target: false             # with schema none: true tells the fit the dataset's target (`dpsynth fit --target`)
+noise: numpy                      # secure: OpenDP's samplers, as `dpsynth fit --noise secure` (count-based models)
 rows: 0                           # 0: every training row; n: the first n of the (seeded) shuffled training split
 metrics: [similarity, unsupervised, ml_efficacy]    # groups of dpsynth.evaluate
 eval_seeds: [0]                   # model seeds of the ML-efficacy classifiers
@@ -28,7 +29,7 @@ peers: {smartnoise: /opt/venv-sn/bin/python}      # peer libraries' interpreters
 
 A *run* is one cell of the grid; its key is a hash of everything that decides its result (model, parameters,
 dataset, epsilon, delta, seed, schema mode, dtypes, rows, metrics, evaluation seeds and classifiers, attacks,
-declared target, dpsynth's version),
+declared target, noise, dpsynth's version),
 so a results file knows which runs of a spec are done, and a changed spec or a new dpsynth version runs again.
 """
 
@@ -46,7 +47,7 @@ from dpsynth.errors import InputError
 __all__ = ["BenchSpec", "Run", "load_spec", "parse_spec"]
 
 _TOP = {"name", "models", "datasets", "epsilons", "deltas", "seeds", "schema", "rows", "metrics", "eval_seeds",
-        "risk", "limits", "dtypes", "ml_models", "peers", "declare_target"}
+        "risk", "limits", "dtypes", "ml_models", "peers", "declare_target", "noise"}
 DEFAULT_METRICS = ("similarity", "unsupervised", "ml_efficacy")
 DEFAULT_LIMITS = {"time_s": 3600.0, "memory_gb": 8.0}
 
@@ -74,6 +75,7 @@ class Run:
     ml_models: tuple[str, ...] = ()  # empty: every ML-efficacy classifier
     peer_python: str | None = None  # a peer library's interpreter (dpsynth.bench.peers)
     declare_target: bool = False  # schema none: the fit is told the target (``fit(..., target=...)``)
+    noise: str = "numpy"  # ``fit(..., noise=...)``: "secure" draws the noise with OpenDP
 
     @property
     def key(self) -> str:
@@ -83,6 +85,8 @@ class Run:
         for name in ("ml_models", "peer_python", "declare_target"):
             if not fields[name]:
                 fields.pop(name)
+        if fields["noise"] == "numpy":
+            fields.pop("noise")
         fields["epsilon"] = "inf" if math.isinf(self.epsilon) else self.epsilon
         blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:20]
@@ -268,6 +272,9 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
     if declare_target and schema == "public":
         raise InputError("spec.declare_target applies without a schema (a public schema declares its target); set "
                          "schema: none.")
+    noise = data.get("noise", "numpy")
+    if noise not in ("numpy", "secure"):
+        raise InputError(f"spec.noise must be 'numpy' or 'secure'. Found {noise!r}.")
     rows = data.get("rows", 0)
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
         raise InputError(f"spec.rows must be an integer >= 0 (0: every row). Found {rows!r}.")
@@ -290,11 +297,16 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
 
     runs = [Run(model, label, params, dataset, path, target, epsilon, delta, int(seed), schema, dtypes, rows,
                 tuple(metrics), tuple(int(s) for s in eval_seeds), risk, __version__, ml_models,
-                peers.get(peer_library(model) or ""), declare_target)
+                peers.get(peer_library(model) or ""), declare_target, noise)
             # seeds outermost: a grid stopped part-way has a first seed of every cell rather than all seeds of few
             for seed in seeds for epsilon in epsilons for delta in deltas for (dataset, path, target) in datasets
             for (model, label, params) in models]
     kept = [run for run in runs if math.isinf(run.epsilon) or _is_private(run.model)]
+    if noise == "secure":
+        for run in kept:
+            if not math.isinf(run.epsilon) and not _draws_secure_noise(run.model):
+                raise InputError(f"spec.noise: secure covers the count-based models (marginals, mst, aim, batch-aim); "
+                                 f"{run.model} draws its noise inside its training. Found noise: secure.")
     if not kept:
         raise InputError("spec.epsilons: every model of the spec is non-private and every epsilon finite; add inf.")
     return BenchSpec(str(data.get("name", "benchmark")), kept, limits, non_private_left_out=len(runs) - len(kept))
@@ -306,6 +318,14 @@ def _is_private(model: str) -> bool:
     from dpsynth.models import get_model_class
 
     return PEERS[model][2] if model in PEERS else bool(get_model_class(model).supports_dp)
+
+
+def _draws_secure_noise(model: str) -> bool:
+    """Whether ``model`` can fit with ``noise="secure"`` (no peer can: their noise is their library's)."""
+    from dpsynth.bench.peers import PEERS
+    from dpsynth.models import get_model_class
+
+    return model not in PEERS and bool(get_model_class(model).secure_noise)
 
 
 def _ml_models(value: Any) -> tuple[str, ...]:

@@ -74,7 +74,7 @@ def run(run) -> dict[str, Any]:
         warnings.simplefilter("ignore")
         start = time.perf_counter()
         model.fit(train, epsilon=run.epsilon, delta=run.delta, schema=schema, seed=run.seed, dtypes=run.dtypes,
-                  target=target if run.declare_target else None)
+                  target=target if run.declare_target else None, noise=run.noise)
         fit_s = time.perf_counter() - start
         start = time.perf_counter()
         synthetic = model.sample(seed=run.seed)  # the DP row count

@@ -54,6 +54,8 @@ SMALL = {"name": "t", "models": ["marginals"], "datasets": ["wine"], "epsilons":
     ({"models": [{"name": "marginals"}, {"name": "marginals"}]}, "two models have the same label"),
     ({"declare_target": "yes", "schema": "none"}, "spec.declare_target must be true or false"),
     ({"declare_target": True}, "spec.declare_target applies without a schema"),
+    ({"noise": "opendp"}, "spec.noise must be 'numpy' or 'secure'"),
+    ({"noise": "secure", "models": ["marginals", "dp-vae"]}, "spec.noise: secure covers the count-based models"),
 ])
 def test_spec_errors_name_the_field(change, message, tmp_path):
     with pytest.raises(InputError) as info:
@@ -78,9 +80,26 @@ def test_spec_file_grid_and_run_keys(tmp_path):
     assert declared.declare_target and declared.key != parse_spec(no_schema).runs[0].key
     assert parse_spec({**no_schema, "declare_target": False}).runs[0].key == parse_spec(no_schema).runs[0].key
     assert type(declared).from_dict(declared.to_dict()) == declared
+    # so is secure noise; "numpy" (the default) keeps the old keys
+    secure = parse_spec({**SMALL, "noise": "secure"}).runs[0]
+    assert secure.noise == "secure" and secure.key != parse_spec(SMALL).runs[0].key
+    assert parse_spec({**SMALL, "noise": "numpy"}).runs[0].key == parse_spec(SMALL).runs[0].key
     (tmp_path / "bad.yaml").write_text("models: [marginals\n")
     with pytest.raises(InputError, match="not valid YAML"):
         load_spec(tmp_path / "bad.yaml")
+
+
+def test_a_secure_run_fits_with_opendps_noise(monkeypatch):
+    pytest.importorskip("opendp")
+    import dpsynth.privacy.mechanisms as mechanisms
+    from dpsynth.bench.worker import run as run_one
+
+    drawn = []
+    secure = mechanisms.discrete_gaussian
+    monkeypatch.setattr(mechanisms, "discrete_gaussian", lambda counts, sigma: drawn.append(sigma) or
+                        secure(counts, sigma))
+    result = run_one(parse_spec({**SMALL, "noise": "secure"}).runs[0])
+    assert result["status"] == "ok" and result["ledger_epsilon"] <= 1.0 + 1e-9 and len(drawn) > 5
 
 
 def test_grid_runs_seeds_outermost_and_non_private_models_at_inf_only():
