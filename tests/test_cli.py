@@ -153,7 +153,7 @@ def test_info_model_shows_what_param_accepts_with_defaults_and_the_docs(capsys):
     text = capsys.readouterr().out
     lines = text.splitlines()
     assert lines[0] == "model: batch-aim (dpsynth.models.batch_aim.BatchAIM)"
-    assert lines[1] == "ledger phases: metadata, aim; default metadata share 0.1"
+    assert lines[1] == "ledger phases: metadata, aim; default metadata share 0.1; --noise secure supported"
     rows = {line.split()[0]: line.split(None, 1)[1] for line in lines[3:] if line.startswith("  ")}
     # known answers: the workload's choices of README "Choosing batch-aim's workload"
     assert rows["weighting"] == '"overlap"' and rows["triples"] == '"auto"' and rows["batch"] == "4"
@@ -164,6 +164,7 @@ def test_info_model_shows_what_param_accepts_with_defaults_and_the_docs(capsys):
         info = json.loads(capsys.readouterr().out)
         cls = get_model_class(name)
         assert info["model"] == name and info["phases"] == list(cls.phases)
+        assert info["secure_noise"] is (name in ("marginals", "mst", "aim", "batch-aim"))
         # none left out, in the signature's order
         assert list(info["params"]) == [p.name for p in inspect.signature(cls.__init__).parameters.values()
                                         if p.kind == p.KEYWORD_ONLY], name

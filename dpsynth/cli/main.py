@@ -498,10 +498,12 @@ def _model_info(name: str, *, as_json: bool) -> int:
     if as_json:
         print(json.dumps({"model": cls.name, "class": f"{cls.__module__}.{cls.__qualname__}",
                           "phases": list(cls.phases), "default_metadata_share": cls.default_metadata_share,
-                          "params": params, "doc": class_doc, "module_doc": module_doc}, indent=2, default=repr))
+                          "secure_noise": cls.secure_noise, "params": params, "doc": class_doc,
+                          "module_doc": module_doc}, indent=2, default=repr))
         return 0
     print(f"model: {cls.name} ({cls.__module__}.{cls.__qualname__})")
-    print(f"ledger phases: {', '.join(cls.phases)}; default metadata share {cls.default_metadata_share}")
+    print(f"ledger phases: {', '.join(cls.phases)}; default metadata share {cls.default_metadata_share}; "
+          f"--noise secure {'supported' if cls.secure_noise else 'not supported (noise drawn inside training)'}")
     print("hyper-parameters (--param KEY=VALUE, the value read as JSON), with their defaults:")
     width = max((len(key) for key in params), default=0)
     for key, default in params.items():
