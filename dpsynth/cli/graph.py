@@ -42,6 +42,10 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
                    help=f"public degree cap of the node-dp methods (default {DEFAULT_THETA}), or 'auto': chosen with "
                         f"DP among 1, 2, 4, ..., 32 for a fifth of epsilon")
     p.add_argument("--seed", type=int, help="random seed of the noise and of the synthetic graph")
+    p.add_argument("--noise", choices=["numpy", "secure"], default="numpy",
+                   help="'secure': discrete Laplace noise drawn by OpenDP from the system's cryptographic generator "
+                   "(the Laplace methods; pip install 'dpsynth[secure]'); 'numpy' (default): NumPy's seedable "
+                   "float sampler")
     p.add_argument("--out", required=True, metavar="RELEASE_JSON", help="where to write the release (JSON)")
     p.add_argument("--graph-out", metavar="EDGES", help="write a synthetic graph's edge list here (CSV/Parquet)")
     p.add_argument("--graph-model", default="configuration", choices=["configuration", "chung-lu"])
@@ -78,7 +82,7 @@ def run_fit_graph(args) -> int:
                                                  "--report": args.report})
     graph = load_graph(args.graph)
     release = release_degrees(graph, epsilon=args.epsilon, delta=args.delta, method=args.method, theta=args.theta,
-                              seed=args.seed)
+                              seed=args.seed, noise=args.noise)
     synthetic = release.synthetic_graph(model=args.graph_model, seed=args.seed) if (
         args.graph_out or args.evaluate or args.report) else None
     atomic_write_text(args.out, json.dumps(release.to_dict(), indent=2))

@@ -47,7 +47,11 @@ matrices, accounted as its construction requires (every training row changes wit
 sensitivity ``2 C`` per step, no subsampling amplification), under node *replacement* (the node count public).
 
 Every other release records one Laplace event of noise multiplier ``scale / sensitivity`` in its ledger (pure
-epsilon-DP; ``epsilon = inf`` releases the exact statistic and records a non-private event).
+epsilon-DP; ``epsilon = inf`` releases the exact statistic and records a non-private event). With
+``noise="secure"`` (:mod:`dpsynth.privacy.secure_noise`) every statistic here is an integer vector of integer L1
+sensitivity, and gets **discrete Laplace** noise ``P(x) ~ exp(-|x| / scale)`` drawn by OpenDP from the system's
+cryptographic generator (the same ``sensitivity / scale`` pure DP), recorded as ``DiscreteLaplaceDpEvent(1 / scale,
+sensitivity)`` and composed by PLD; ``node-dp-poster-gan`` (DP-SGD in torch) refuses it.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from dp_accounting import dp_event
 from dpsynth.errors import InputError
 from dpsynth.graphs.methods import DEFAULT_THETA, METHODS
 from dpsynth.privacy.ledger import PrivacyLedger
+from dpsynth.privacy.secure_noise import check_noise, discrete_laplace
 
 __all__ = ["METHODS", "DegreeRelease", "release_degrees", "project_max_degree", "degree_array", "node_order"]
 
@@ -159,16 +164,21 @@ def _check(graph) -> None:
 def release_degrees(graph, *, epsilon: float, method: str = "node-dp-cumulative", delta: float = 1e-6,
                     theta: int | str = DEFAULT_THETA, seed: int | np.random.Generator | None = None,
                     gan_params: dict[str, Any] | None = None, theta_candidates: tuple[int, ...] = THETA_CANDIDATES,
-                    theta_share: float = THETA_SHARE) -> DegreeRelease:
+                    theta_share: float = THETA_SHARE, noise: str = "numpy") -> DegreeRelease:
     """Release ``graph``'s degree distribution with ``method`` (module docstring) at ``epsilon``.
 
     ``delta`` is only the level the ledger reports epsilon at (every method here is pure epsilon-DP); ``theta``
     is the public degree cap of the ``node-dp-*`` histograms, or ``"auto"``: chosen with ``theta_share`` of epsilon
     among the public ``theta_candidates`` (module docstring); ``gan_params`` override
-    :data:`~dpsynth.graphs.poster_gan.POSTER_GAN_DEFAULTS` for ``node-dp-poster-gan``."""
+    :data:`~dpsynth.graphs.poster_gan.POSTER_GAN_DEFAULTS` for ``node-dp-poster-gan``; ``noise``: ``"numpy"`` or
+    ``"secure"`` (OpenDP's discrete Laplace; module docstring)."""
     _check(graph)
     if method not in METHODS:
         raise InputError(f"method must be one of {', '.join(METHODS)}. Found {method!r}.")
+    check_noise(noise)
+    if noise == "secure" and method == "node-dp-poster-gan":
+        raise InputError("noise='secure' covers the Laplace releases (edge-dp-sequence, node-dp-projection, "
+                         "node-dp-cumulative). Found method 'node-dp-poster-gan', whose DP-SGD noise torch draws.")
     if not (epsilon > 0):
         raise InputError(f"epsilon must be > 0. Found {epsilon}.")
     histogram_method = method in ("node-dp-projection", "node-dp-cumulative")
@@ -178,10 +188,12 @@ def release_degrees(graph, *, epsilon: float, method: str = "node-dp-cumulative"
     if auto:
         _check_auto(theta_candidates, theta_share)
     rng = np.random.default_rng(seed)
-    ledger = PrivacyLedger(target_epsilon=epsilon, target_delta=delta)
+    # the discrete Laplace's event is one dp-accounting's RDP accountant does not take: PLD composes it
+    ledger = PrivacyLedger(target_epsilon=epsilon, target_delta=delta,
+                           accountant="pld" if noise == "secure" else "best")
     selection: dict[str, Any] = {}
     if auto:
-        theta, selection = _choose_theta(graph, method, epsilon, theta_candidates, theta_share, ledger, rng)
+        theta, selection = _choose_theta(graph, method, epsilon, theta_candidates, theta_share, ledger, rng, noise)
         epsilon_release = epsilon * (1.0 - theta_share)
     else:
         epsilon_release = epsilon
@@ -206,10 +218,8 @@ def release_degrees(graph, *, epsilon: float, method: str = "node-dp-cumulative"
         if method == "node-dp-cumulative":
             statistic, sensitivity = np.cumsum(statistic), theta + 1.0
     scale = 0.0 if math.isinf(epsilon) else sensitivity / epsilon_release
-    event = dp_event.NonPrivateDpEvent() if scale == 0 else dp_event.LaplaceDpEvent(scale / sensitivity)
-    ledger.spend(event, phase="degrees", mechanism=f"{method} (Laplace)", sensitivity=sensitivity,
-                 neighbouring=METHODS[method])
-    noisy = statistic + (rng.laplace(0.0, scale, size=statistic.shape) if scale else 0.0)
+    noisy = _laplace(statistic, scale, sensitivity, ledger, rng, noise, phase="degrees", mechanism=method,
+                     neighbouring=METHODS[method])
     histogram = _post_process(method, noisy, n)
     params = {"sensitivity": sensitivity, "laplace_scale": scale}
     if histogram_method:
@@ -225,8 +235,26 @@ def _check_auto(candidates, share) -> None:
         raise InputError(f"theta_share must be in (0, 1). Found {share!r}.")
 
 
+def _laplace(statistic: np.ndarray, scale: float, sensitivity: float, ledger: PrivacyLedger, rng, noise: str, *,
+             phase: str, mechanism: str, **params: Any) -> np.ndarray:
+    """``statistic`` plus Laplace noise of ``scale`` (L1 ``sensitivity``), recorded in ``ledger`` first: NumPy's
+    continuous Laplace, or under ``noise="secure"`` OpenDP's discrete Laplace (integer statistic and sensitivity);
+    the exact statistic and a non-private event at ``scale == 0`` (epsilon = inf)."""
+    if scale == 0:
+        ledger.spend(dp_event.NonPrivateDpEvent(), phase=phase, mechanism=f"{mechanism} (Laplace)",
+                     sensitivity=sensitivity, **params)
+        return statistic.copy()
+    if noise == "secure":
+        ledger.spend(dp_event.DiscreteLaplaceDpEvent(1.0 / scale, int(sensitivity)), phase=phase,
+                     mechanism=f"{mechanism} (discrete Laplace, OpenDP)", sensitivity=sensitivity, **params)
+        return discrete_laplace(statistic, scale, int(sensitivity))
+    ledger.spend(dp_event.LaplaceDpEvent(scale / sensitivity), phase=phase, mechanism=f"{mechanism} (Laplace)",
+                 sensitivity=sensitivity, **params)
+    return statistic + rng.laplace(0.0, scale, size=statistic.shape)
+
+
 def _choose_theta(graph, method: str, epsilon: float, candidates, share: float, ledger: PrivacyLedger,
-                  rng: np.random.Generator) -> tuple[int, dict[str, Any]]:
+                  rng: np.random.Generator, noise: str = "numpy") -> tuple[int, dict[str, Any]]:
     """``theta="auto"``: noisy projected edge counts, then the candidate of best estimated error (module
     docstring). Spends one Laplace event of L1 sensitivity ``sum(candidates)`` in phase ``theta``."""
     candidates = sorted({int(t) for t in candidates})
@@ -234,10 +262,8 @@ def _choose_theta(graph, method: str, epsilon: float, candidates, share: float, 
     edges = np.array([project_max_degree(graph, t).sum() // 2 for t in candidates], dtype=float)
     epsilon_select, epsilon_release = epsilon * share, epsilon * (1.0 - share)
     scale = 0.0 if math.isinf(epsilon) else sensitivity / epsilon_select
-    event = dp_event.NonPrivateDpEvent() if scale == 0 else dp_event.LaplaceDpEvent(scale / sensitivity)
-    ledger.spend(event, phase="theta", mechanism="projected edge counts (Laplace)", sensitivity=sensitivity,
-                 neighbouring="node", candidates=candidates)
-    noisy = edges + (rng.laplace(0.0, scale, size=edges.shape) if scale else 0.0)
+    noisy = _laplace(edges, scale, sensitivity, ledger, rng, noise, phase="theta", mechanism="projected edge counts",
+                     neighbouring="node", candidates=candidates)
     t = np.array(candidates, dtype=float)
     if math.isinf(epsilon):
         noise = np.zeros_like(t)

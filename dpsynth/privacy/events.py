@@ -24,6 +24,7 @@ _ALLOWED = {
         dp_event.NonPrivateDpEvent,
         dp_event.GaussianDpEvent,
         dp_event.LaplaceDpEvent,
+        dp_event.DiscreteLaplaceDpEvent,
         dp_event.PoissonSampledDpEvent,
         dp_event.SampledWithoutReplacementDpEvent,
         dp_event.SampledWithReplacementDpEvent,
@@ -73,6 +74,8 @@ def describe_event(event: dp_event.DpEvent) -> str:
         return f"Gaussian(z={event.noise_multiplier:.4g})"
     if isinstance(event, dp_event.LaplaceDpEvent):
         return f"Laplace(b={event.noise_multiplier:.4g})"
+    if isinstance(event, dp_event.DiscreteLaplaceDpEvent):
+        return f"DiscreteLaplace(a={event.noise_parameter:.4g}, sensitivity={event.sensitivity})"
     if isinstance(event, dp_event.PoissonSampledDpEvent):
         return f"Poisson(q={event.sampling_probability:.4g}) o {describe_event(event.event)}"
     if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):

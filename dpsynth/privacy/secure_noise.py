@@ -21,6 +21,10 @@ What changes under ``noise="secure"`` (the context :func:`use_noise` that ``Synt
   (which would read the event as a continuous Gaussian) is not used;
 - partition selection's threshold comes from the discrete Gaussian's own tail (:func:`discrete_selection_threshold`).
 
+The graph degree releases (:func:`dpsynth.graphs.release_degrees`, ``noise="secure"``) add **discrete Laplace**
+noise (OpenDP) to their integer statistics, recorded as dp-accounting's ``DiscreteLaplaceDpEvent`` and composed by
+PLD (pure epsilon-DP; the RDP accountant does not take that event).
+
 Post-processing (the generator's sampling, decoding numbers inside their bins) keeps NumPy: it never touches the
 private rows. The fit is then not reproducible from its seed (OpenDP's noise cannot be seeded); the seed still
 drives the post-processing. Models whose training noise is in torch (DP-SGD) refuse ``noise="secure"``.
@@ -38,8 +42,8 @@ import numpy as np
 
 from dpsynth.errors import InputError, PrivacyError
 
-__all__ = ["NOISE_MODES", "noise_mode", "use_noise", "check_noise", "discrete_gaussian", "gumbel_max",
-           "discrete_gaussian_sf", "discrete_selection_threshold", "discrete_selection_delta"]
+__all__ = ["NOISE_MODES", "noise_mode", "use_noise", "check_noise", "discrete_gaussian", "discrete_laplace",
+           "gumbel_max", "discrete_gaussian_sf", "discrete_selection_threshold", "discrete_selection_delta"]
 
 NOISE_MODES = ("numpy", "secure")
 
@@ -105,6 +109,26 @@ def discrete_gaussian(counts: np.ndarray, sigma: float) -> np.ndarray:
     return np.asarray(noisy, dtype=float).reshape(counts.shape)
 
 
+def discrete_laplace(values: np.ndarray, scale: float, sensitivity: int) -> np.ndarray:
+    """Integer ``values`` (of integer L1 sensitivity ``sensitivity``) plus discrete Laplace noise, ``P(x) ~
+    exp(-|x| / scale)`` per entry, drawn by OpenDP: ``sensitivity / scale``-DP (pure), checked against OpenDP's
+    map. The graph degree releases' secure noise (:mod:`dpsynth.graphs.degrees`)."""
+    values = np.asarray(values, dtype=float)
+    if not (scale > 0 and math.isfinite(scale)):
+        raise InputError(f"scale must be a finite number > 0. Found {scale!r}.")
+    if not np.all(np.isfinite(values)) or np.any(values != np.round(values)) or np.any(np.abs(values) > _EXACT_INT):
+        raise PrivacyError("noise='secure' adds discrete Laplace noise to integer statistics; these values are not "
+                           "integers.")
+    if values.size == 0:
+        return values.copy()
+    dp = _opendp()
+    space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64")
+    mechanism = dp.m.make_laplace(*space, scale=float(scale))
+    _check_cost(float(mechanism.map(int(sensitivity))), sensitivity / scale, "discrete Laplace")
+    noisy = mechanism(values.astype(np.int64).ravel().tolist())
+    return np.asarray(noisy, dtype=float).reshape(values.shape)
+
+
 def gumbel_max(scores: np.ndarray, epsilon: float, sensitivity: float) -> int:
     """Index drawn by the exponential mechanism ``P(r) ~ exp(epsilon * score_r / (2 * sensitivity))``, as OpenDP's
     exact noisy max with Gumbel noise of scale ``2 * sensitivity / epsilon`` (scores may move either way between
@@ -116,11 +140,12 @@ def gumbel_max(scores: np.ndarray, epsilon: float, sensitivity: float) -> int:
     return int(mechanism([float(s) for s in np.asarray(scores, dtype=float)]))
 
 
-def _check_cost(opendp_rho: float, recorded_rho: float, what: str) -> None:
-    """OpenDP's own privacy map must not exceed what the ledger recorded (it rounds up: a relative 1e-6 slack)."""
-    if opendp_rho > recorded_rho * (1 + 1e-6):
-        raise PrivacyError(f"OpenDP reports rho {opendp_rho:.6g} for the {what} against {recorded_rho:.6g} recorded "
-                           "in the ledger: not drawn.")
+def _check_cost(opendp_cost: float, recorded_cost: float, what: str) -> None:
+    """OpenDP's own privacy map (rho, or epsilon for the Laplace) must not exceed what the ledger recorded (it rounds
+    up: a relative 1e-6 slack)."""
+    if opendp_cost > recorded_cost * (1 + 1e-6):
+        raise PrivacyError(f"OpenDP reports a cost of {opendp_cost:.6g} for the {what} against {recorded_cost:.6g} "
+                           "recorded in the ledger: not drawn.")
 
 
 # ---------------------------------------------------------------------- the discrete Gaussian's tail

@@ -259,3 +259,66 @@ def test_poster_gan_refuses_graphs_too_large_for_its_rows():
     g.add_edge(0, 1)
     with pytest.raises(InputError, match="made for small graphs"):
         release_degrees(g, epsilon=1.0, method="node-dp-poster-gan")
+
+
+@pytest.mark.parametrize("method,theta,sensitivity", [("edge-dp-sequence", 10, 2), ("node-dp-projection", 3, 7),
+                                                      ("node-dp-cumulative", "auto", None)])
+def test_secure_releases_record_discrete_laplace_events_composed_by_pld(method, theta, sensitivity, tmp_path):
+    """``noise="secure"``: OpenDP's discrete Laplace at the same sensitivity / scale, one event per noisy vector
+    (the auto theta's edge counts too), a PLD ledger within epsilon that survives the JSON round trip."""
+    pytest.importorskip("opendp")
+    from dpsynth.privacy import PrivacyLedger
+
+    release = release_degrees(nx.les_miserables_graph(), epsilon=0.5, method=method, theta=theta, noise="secure")
+    events = [entry.event for entry in release.ledger.entries]
+    assert all(isinstance(e, dp_event.DiscreteLaplaceDpEvent) for e in events)
+    assert len(events) == (2 if theta == "auto" else 1)
+    if sensitivity is not None:
+        assert events[0] == dp_event.DiscreteLaplaceDpEvent(0.5 / sensitivity, sensitivity)  # 1 / scale
+    assert release.ledger.accountant == "pld" and release.ledger.epsilon() == pytest.approx(0.5, abs=1e-4)
+    again = PrivacyLedger.from_dict(release.to_dict()["ledger"])
+    assert again.epsilon() == pytest.approx(release.ledger.epsilon()) and again.accountant == "pld"
+    assert np.array_equal(release.histogram, np.round(release.histogram)) and release.histogram.min() >= 0
+
+
+def test_secure_noise_has_the_discrete_laplaces_law_in_the_release():
+    """OpenDP's discrete Laplace of scale 1 (20,000 draws): a chi-square test against its probabilities accepts it
+    and rejects NumPy's Laplace rounded to integers (what the default path gives after rounding) and no noise. In
+    the release, the perfect matching's h[1] (600 releases) is 2000 plus integer noise of the discrete Laplace's
+    variance ``2 e^-a / (1 - e^-a)^2`` at ``a = epsilon / 3`` (within 30%, about 3.5 sds of the sample variance:
+    OpenDP's draws take no seed; 0 without noise)."""
+    pytest.importorskip("opendp")
+    from scipy import stats
+
+    from dpsynth.privacy.secure_noise import discrete_laplace
+
+    xs = np.arange(-4, 5)
+    p = (1 - np.exp(-1)) / (1 + np.exp(-1)) * np.exp(-np.abs(xs))
+
+    def chi2_p(sample):
+        observed = np.array([(sample == x).sum() for x in xs] + [(np.abs(sample) > 4).sum()], float)
+        return stats.chisquare(observed, np.append(p, 1 - p.sum()) * len(sample)).pvalue
+
+    assert chi2_p(discrete_laplace(np.zeros(20_000), 1.0, 1)) > 1e-4  # unseeded: a false alarm 1 run in 10,000
+    assert chi2_p(np.round(np.random.default_rng(0).laplace(0, 1.0, 20_000))) < 1e-6
+    assert chi2_p(np.zeros(20_000)) < 1e-6
+    g = nx.Graph([(2 * i, 2 * i + 1) for i in range(1000)])
+    epsilon = 2.0
+    noise = np.array([release_degrees(g, epsilon=epsilon, method="node-dp-projection", theta=1,
+                                      noise="secure").histogram[1] for _ in range(600)]) - 2000
+    a = epsilon / 3
+    assert np.array_equal(noise, np.round(noise))
+    assert noise.var(ddof=1) == pytest.approx(2 * np.exp(-a) / (1 - np.exp(-a)) ** 2, rel=0.3)
+
+
+def test_secure_noise_is_refused_by_the_poster_gan_and_named_in_the_cli(tmp_path, capsys):
+    pytest.importorskip("opendp")
+    from dpsynth.cli import main
+
+    with pytest.raises(InputError, match="noise='secure' covers the Laplace releases"):
+        release_degrees(nx.karate_club_graph(), epsilon=1.0, method="node-dp-poster-gan", noise="secure")
+    with pytest.raises(InputError, match="noise must be one of numpy, secure"):
+        release_degrees(nx.karate_club_graph(), epsilon=1.0, noise="opendp")
+    out = tmp_path / "release.json"
+    assert main(["fit-graph", "karate", "--epsilon", "1", "--noise", "secure", "--out", str(out)]) == 0
+    assert "DiscreteLaplaceDpEvent" in out.read_text()

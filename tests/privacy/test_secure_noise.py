@@ -57,7 +57,7 @@ def test_discrete_gaussian_counts_are_integers_with_the_discrete_gaussians_law(s
         observed, expected = observed[mask], expected[mask] * observed[mask].sum() / expected[mask].sum()
         return stats.chisquare(observed, expected).pvalue
 
-    assert chi2_p(noise) > 1e-3
+    assert chi2_p(noise) > 1e-4  # OpenDP's draws take no seed: a false alarm 1 run in 10,000
     assert chi2_p(np.zeros_like(noise)) < 1e-6
     if sigma < 1:
         rounded = np.round(np.random.default_rng(1).normal(0, sigma, size=len(noise)))
@@ -83,7 +83,7 @@ def test_gumbel_max_draws_the_exponential_mechanism():
     picks = np.bincount([gumbel_max(scores, epsilon, sensitivity) for _ in range(6_000)], minlength=4)
     p = np.exp(epsilon * scores / (2 * sensitivity))
     p /= p.sum()
-    assert stats.chisquare(picks, p * picks.sum()).pvalue > 1e-3
+    assert stats.chisquare(picks, p * picks.sum()).pvalue > 1e-4  # unseeded: a false alarm 1 run in 10,000
     import opendp.prelude as dp
 
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float, monotonic=False)
@@ -112,7 +112,7 @@ def test_discrete_tail_and_the_selection_threshold_it_gives():
     with use_noise("secure"):
         released = gaussian_counts(np.ones(20_000), sigma=sigma, rng=np.random.default_rng(0)) >= threshold
     rate = discrete_gaussian_sf(int(threshold) - 1, sigma)
-    assert abs(released.mean() - rate) < 5 * math.sqrt(rate * (1 - rate) / 20_000)
+    assert abs(released.mean() - rate) < 5 * math.sqrt(rate * (1 - rate) / 20_000)  # unseeded: 5 sds
 
 
 class _FloatNoiseRefused(np.random.Generator):
