@@ -303,9 +303,12 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
             for (model, label, params) in models]
     kept = [run for run in runs if math.isinf(run.epsilon) or _is_private(run.model)]
     if noise == "secure":
+        from dpsynth.models import secure_noise_models
+
+        covered = secure_noise_models()  # no peer is: their noise is their library's
         for run in kept:
-            if not math.isinf(run.epsilon) and not _draws_secure_noise(run.model):
-                raise InputError(f"spec.noise: secure covers the count-based models (marginals, mst, aim, batch-aim); "
+            if not math.isinf(run.epsilon) and run.model not in covered:
+                raise InputError(f"spec.noise: secure covers the count-based models ({', '.join(covered)}); "
                                  f"{run.model} draws its noise inside its training. Found noise: secure.")
     if not kept:
         raise InputError("spec.epsilons: every model of the spec is non-private and every epsilon finite; add inf.")
@@ -318,14 +321,6 @@ def _is_private(model: str) -> bool:
     from dpsynth.models import get_model_class
 
     return PEERS[model][2] if model in PEERS else bool(get_model_class(model).supports_dp)
-
-
-def _draws_secure_noise(model: str) -> bool:
-    """Whether ``model`` can fit with ``noise="secure"`` (no peer can: their noise is their library's)."""
-    from dpsynth.bench.peers import PEERS
-    from dpsynth.models import get_model_class
-
-    return model not in PEERS and bool(get_model_class(model).secure_noise)
 
 
 def _ml_models(value: Any) -> tuple[str, ...]:

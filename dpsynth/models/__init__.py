@@ -17,7 +17,8 @@ from dpsynth.errors import InputError
 if TYPE_CHECKING:
     from dpsynth.models.base import Synthesizer
 
-__all__ = ["BUILTIN", "register", "get_model_class", "available_models", "model_phases", "load_model"]
+__all__ = ["BUILTIN", "register", "get_model_class", "available_models", "model_phases", "load_model",
+           "secure_noise_models"]
 
 _REGISTRY: dict[str, type[Synthesizer]] = {}
 #: name -> (module, ledger phases) of every built-in model
@@ -75,6 +76,12 @@ def _load_all() -> None:
 def available_models() -> list[str]:
     """Built-in models and any registered since (no model module is imported)."""
     return sorted(set(BUILTIN) | set(_REGISTRY))
+
+
+def secure_noise_models() -> list[str]:
+    """The models that can fit with ``noise="secure"`` (class flag ``secure_noise``: every mechanism a count query or
+    a selection; imports every model module)."""
+    return [name for name in available_models() if get_model_class(name).secure_noise]
 
 
 def model_phases(name: str) -> tuple[str, ...]:

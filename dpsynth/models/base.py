@@ -160,11 +160,11 @@ class Synthesizer(ABC):
         ``secure_noise``; any model in the non-private mode, which draws no noise)."""
         check_noise(noise)
         if noise == "secure" and not cls.secure_noise and not non_private:
-            from dpsynth.models import available_models, get_model_class
+            from dpsynth.models import secure_noise_models
 
-            secure = ", ".join(n for n in available_models() if get_model_class(n).secure_noise)
             raise InputError(f"noise='secure' covers the models whose every mechanism is a count query or a selection "
-                             f"({secure}). Found model '{cls.name}', whose noise is drawn inside its training.")
+                             f"({', '.join(secure_noise_models())}). Found model '{cls.name}', whose noise is drawn "
+                             "inside its training.")
 
     # ------------------------------------------------------------------ fit
     def fit(
