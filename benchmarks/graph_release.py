@@ -10,7 +10,10 @@ replacement, no amplification) — is run ``--reps`` times; the table gives mean
 - ``edges``: seed 001's |E'|/|E| of the release (half the released degree sum over the true edge count);
 - ``graph_l1`` / ``clust``: the L1 error and the average-clustering gap of a synthetic graph drawn from the
   release (configuration model, post-processing);
-- ``s``: seconds per release.
+- ``s``: seconds per release;
+
+with NumPy's Laplace noise, or with ``--noise secure`` OpenDP's discrete Laplace (``--noise numpy,secure``: both,
+one row each; the DP-GAN refuses secure noise and is listed with its reason).
 
 Methods are grouped by neighbouring relation: compare within a group. Picking the best ``theta`` by its error on
 the private graph is itself a data-dependent choice (not DP); the grid is printed whole for that reason, beside
@@ -20,6 +23,8 @@ Examples::
 
     python benchmarks/graph_release.py                              # karate and les_miserables, eps 0.1 1 10
     python benchmarks/graph_release.py --graphs karate --epsilons 1 --reps 10 --methods node-dp-poster-gan
+    python benchmarks/graph_release.py --epsilons 1 --methods edge-dp-sequence,node-dp-cumulative --thetas 8,auto \
+        --reps 20 --noise numpy,secure                             # what OpenDP's discrete Laplace costs
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ THETAS = ("2", "4", "8", "16", "auto")
 THETA_METHODS = ("node-dp-projection", "node-dp-cumulative")
 
 
-def run(graph, method: str, epsilon: float, theta: int | str | None, reps: int, gan_steps: int | None) -> dict:
+def run(graph, method: str, epsilon: float, theta: int | str | None, reps: int, gan_steps: int | None,
+        noise: str = "numpy") -> dict:
     from dpsynth.evaluation.graph import clustering_gap, degree_l1_error, edge_ratio
     from dpsynth.graphs import release_degrees
 
@@ -42,7 +48,8 @@ def run(graph, method: str, epsilon: float, theta: int | str | None, reps: int, 
     for rep in range(reps):
         t0 = time.perf_counter()
         release = release_degrees(graph, epsilon=epsilon, method=method, theta=theta or 10, seed=rep,
-                                  gan_params={"steps": gan_steps} if gan_steps and "gan" in method else None)
+                                  gan_params={"steps": gan_steps} if gan_steps and "gan" in method else None,
+                                  noise=noise)
         out["s"].append(time.perf_counter() - t0)
         out["chosen"].append(release.params.get("theta"))
         sequence = release.degree_sequence()
@@ -67,6 +74,8 @@ def main() -> None:
                     help="public degree caps of the node-dp methods ('auto': chosen with DP)")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--gan-steps", type=int, help="steps of the poster's DP-GAN (default: its own)")
+    ap.add_argument("--noise", default="numpy", help="comma-separated: numpy (NumPy's Laplace), secure (OpenDP's "
+                    "discrete Laplace)")
     ap.add_argument("--out", help="also write the table as CSV")
     args = ap.parse_args()
     rows = []
@@ -78,11 +87,11 @@ def main() -> None:
             for method in args.methods.split(","):
                 thetas = ([t if t == "auto" else int(t) for t in args.thetas.split(",")] if method in THETA_METHODS
                           else [None])
-                for theta in thetas:
+                for theta, noise in ((t, n) for t in thetas for n in args.noise.split(",")):
                     row = {"graph": name, "epsilon": epsilon, "neighbours": METHODS[method], "method": method,
-                           "theta": "-" if theta is None else theta, "reps": args.reps}
+                           "theta": "-" if theta is None else theta, "noise": noise, "reps": args.reps}
                     try:
-                        res = run(graph, method, epsilon, theta, args.reps, args.gan_steps)
+                        res = run(graph, method, epsilon, theta, args.reps, args.gan_steps, noise)
                     except InputError as exc:  # a method that refuses the graph is listed with its reason
                         row["l1"] = f"refused: {exc}"
                     else:
