@@ -1,7 +1,7 @@
 """Secure noise: the count mechanisms' randomness drawn by OpenDP instead of NumPy (``fit(..., noise="secure")``).
 
 Why: NumPy's Gaussian and Gumbel samplers are floating-point transformations of a seedable PCG64 stream. That is
-fine for research but not for a release an attacker studies: a float sampler's output carries the low-order bits of
+fine for research but not for a release an attacker studies: a float sampler's output can carry the low-order bits of
 the exact count it was added to (Mironov 2012 for the Laplace mechanism; Jin et al. 2022 for Gaussian samplers of
 several DP libraries), and PCG64 is not a cryptographic generator. OpenDP samples exactly, from the operating
 system's cryptographic generator (OpenSSL), with arbitrary-precision arithmetic.
@@ -9,7 +9,7 @@ system's cryptographic generator (OpenSSL), with arbitrary-precision arithmetic.
 What changes under ``noise="secure"`` (the context :func:`use_noise` that ``Synthesizer.fit`` opens):
 
 - every Gaussian count query (:func:`dpsynth.privacy.mechanisms.gaussian_counts`: the metadata phase's row count,
-  histograms and partition selection, and every marginal measurement) adds **discrete Gaussian** noise
+  bounds, histograms, profiles and partition selection, and every marginal measurement) adds **discrete Gaussian** noise
   ``N_Z(0, sigma^2)`` (Canonne, Kamath and Steinke 2020) to the integer counts: the noisy counts are integers;
 - the exponential mechanism of AIM / MST (:func:`dpsynth.marginals.mechanisms.select`) is OpenDP's exact noisy
   max with Gumbel noise of scale ``2 * sensitivity / epsilon`` (the Gumbel-max form of the same mechanism, whose
