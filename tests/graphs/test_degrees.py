@@ -285,8 +285,8 @@ def test_secure_noise_has_the_discrete_laplaces_law_in_the_release():
     """OpenDP's discrete Laplace of scale 1 (20,000 draws): a chi-square test against its probabilities accepts it
     and rejects NumPy's Laplace rounded to integers (what the default path gives after rounding) and no noise. In
     the release, the perfect matching's h[1] (600 releases) is 2000 plus integer noise of the discrete Laplace's
-    variance ``2 e^-a / (1 - e^-a)^2`` at ``a = epsilon / 3`` (within 30%, about 3.5 sds of the sample variance:
-    OpenDP's draws take no seed; 0 without noise)."""
+    variance ``2 e^-a / (1 - e^-a)^2`` at ``a = epsilon / 3`` (within 45%, about 5 sds of the sample variance:
+    OpenDP's draws take no seed; 0 without noise, twice it at a scale sqrt(2) too large)."""
     pytest.importorskip("opendp")
     from scipy import stats
 
@@ -299,16 +299,16 @@ def test_secure_noise_has_the_discrete_laplaces_law_in_the_release():
         observed = np.array([(sample == x).sum() for x in xs] + [(np.abs(sample) > 4).sum()], float)
         return stats.chisquare(observed, np.append(p, 1 - p.sum()) * len(sample)).pvalue
 
-    assert chi2_p(discrete_laplace(np.zeros(20_000), 1.0, 1)) > 1e-4  # unseeded: a false alarm 1 run in 10,000
-    assert chi2_p(np.round(np.random.default_rng(0).laplace(0, 1.0, 20_000))) < 1e-6
-    assert chi2_p(np.zeros(20_000)) < 1e-6
+    assert chi2_p(discrete_laplace(np.zeros(20_000), 1.0, 1)) > 1e-6  # unseeded: a false alarm 1 run in a million
+    assert chi2_p(np.round(np.random.default_rng(0).laplace(0, 1.0, 20_000))) < 1e-12
+    assert chi2_p(np.zeros(20_000)) < 1e-12
     g = nx.Graph([(2 * i, 2 * i + 1) for i in range(1000)])
     epsilon = 2.0
     noise = np.array([release_degrees(g, epsilon=epsilon, method="node-dp-projection", theta=1,
                                       noise="secure").histogram[1] for _ in range(600)]) - 2000
     a = epsilon / 3
     assert np.array_equal(noise, np.round(noise))
-    assert noise.var(ddof=1) == pytest.approx(2 * np.exp(-a) / (1 - np.exp(-a)) ** 2, rel=0.3)
+    assert noise.var(ddof=1) == pytest.approx(2 * np.exp(-a) / (1 - np.exp(-a)) ** 2, rel=0.45)
 
 
 def test_secure_noise_is_refused_by_the_poster_gan_and_named_in_the_cli(tmp_path, capsys):

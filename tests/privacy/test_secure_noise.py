@@ -57,11 +57,11 @@ def test_discrete_gaussian_counts_are_integers_with_the_discrete_gaussians_law(s
         observed, expected = observed[mask], expected[mask] * observed[mask].sum() / expected[mask].sum()
         return stats.chisquare(observed, expected).pvalue
 
-    assert chi2_p(noise) > 1e-4  # OpenDP's draws take no seed: a false alarm 1 run in 10,000
-    assert chi2_p(np.zeros_like(noise)) < 1e-6
+    assert chi2_p(noise) > 1e-6  # OpenDP's draws take no seed: a false alarm 1 run in a million
+    assert chi2_p(np.zeros_like(noise)) < 1e-12
     if sigma < 1:
         rounded = np.round(np.random.default_rng(1).normal(0, sigma, size=len(noise)))
-        assert chi2_p(rounded) < 1e-3
+        assert chi2_p(rounded) < 1e-12
 
 
 def test_discrete_gaussian_refuses_counts_that_are_not_integers_and_checks_opendps_cost():
@@ -83,13 +83,13 @@ def test_gumbel_max_draws_the_exponential_mechanism():
     picks = np.bincount([gumbel_max(scores, epsilon, sensitivity) for _ in range(6_000)], minlength=4)
     p = np.exp(epsilon * scores / (2 * sensitivity))
     p /= p.sum()
-    assert stats.chisquare(picks, p * picks.sum()).pvalue > 1e-4  # unseeded: a false alarm 1 run in 10,000
+    assert stats.chisquare(picks, p * picks.sum()).pvalue > 1e-6  # unseeded: a false alarm 1 run in a million
     import opendp.prelude as dp
 
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float, monotonic=False)
     flip = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=2 * sensitivity / epsilon)
     other = np.bincount([flip(list(scores)) for _ in range(6_000)], minlength=4)
-    assert stats.chisquare(other, p * other.sum()).pvalue < 1e-6
+    assert stats.chisquare(other, p * other.sum()).pvalue < 1e-9
 
 
 def test_discrete_tail_and_the_selection_threshold_it_gives():
@@ -112,7 +112,7 @@ def test_discrete_tail_and_the_selection_threshold_it_gives():
     with use_noise("secure"):
         released = gaussian_counts(np.ones(20_000), sigma=sigma, rng=np.random.default_rng(0)) >= threshold
     rate = discrete_gaussian_sf(int(threshold) - 1, sigma)
-    assert abs(released.mean() - rate) < 5 * math.sqrt(rate * (1 - rate) / 20_000)  # unseeded: 5 sds
+    assert abs(released.mean() - rate) < 5.5 * math.sqrt(rate * (1 - rate) / 20_000)  # unseeded: 5.5 sds
 
 
 class _FloatNoiseRefused(np.random.Generator):
