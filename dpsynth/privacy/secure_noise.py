@@ -93,38 +93,33 @@ def discrete_gaussian(counts: np.ndarray, sigma: float) -> np.ndarray:
     """``counts`` (integer-valued; sensitivity 1 in the L2 norm) plus discrete Gaussian noise ``N_Z(0, sigma^2)``
     per cell, drawn by OpenDP; integer-valued floats of the same shape. Refuses non-integer counts (the mechanism is
     defined on integers) and checks OpenDP's zCDP cost against the ``1 / (2 sigma^2)`` the ledger records."""
-    counts = np.asarray(counts, dtype=float)
-    if not (sigma > 0 and math.isfinite(sigma)):
-        raise InputError(f"sigma must be a finite number > 0. Found {sigma!r}.")
-    if not np.all(np.isfinite(counts)) or np.any(counts != np.round(counts)) or np.any(np.abs(counts) > _EXACT_INT):
-        raise PrivacyError("noise='secure' adds discrete Gaussian noise to integer counts; these counts are not "
-                           "integers.")
-    if counts.size == 0:
-        return counts.copy()
-    dp = _opendp()
-    space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64")
-    mechanism = dp.m.make_gaussian(*space, scale=float(sigma))
-    _check_cost(float(mechanism.map(1)), 1.0 / (2.0 * sigma ** 2), "discrete Gaussian")
-    noisy = mechanism(counts.astype(np.int64).ravel().tolist())
-    return np.asarray(noisy, dtype=float).reshape(counts.shape)
+    return _integer_noise(counts, sigma, "discrete Gaussian", lambda dp, space: dp.m.make_gaussian(*space, scale=sigma),
+                          "l2_distance", sensitivity=1, recorded_cost=lambda: 1.0 / (2.0 * sigma ** 2))
 
 
 def discrete_laplace(values: np.ndarray, scale: float, sensitivity: int) -> np.ndarray:
     """Integer ``values`` (of integer L1 sensitivity ``sensitivity``) plus discrete Laplace noise, ``P(x) ~
     exp(-|x| / scale)`` per entry, drawn by OpenDP: ``sensitivity / scale``-DP (pure), checked against OpenDP's
     map. The graph degree releases' secure noise (:mod:`dpsynth.graphs.degrees`)."""
+    return _integer_noise(values, scale, "discrete Laplace", lambda dp, space: dp.m.make_laplace(*space, scale=scale),
+                          "l1_distance", sensitivity=int(sensitivity), recorded_cost=lambda: sensitivity / scale)
+
+
+def _integer_noise(values, scale: float, what: str, make, metric: str, *, sensitivity: int,
+                   recorded_cost) -> np.ndarray:
+    """``values`` plus OpenDP's integer noise of ``scale`` (``make(dp, space)`` builds the mechanism on integer
+    vectors under ``metric``), after checking the inputs and OpenDP's cost at ``sensitivity`` against the
+    ledger's ``recorded_cost()`` (evaluated once ``scale`` is known to be positive)."""
     values = np.asarray(values, dtype=float)
     if not (scale > 0 and math.isfinite(scale)):
-        raise InputError(f"scale must be a finite number > 0. Found {scale!r}.")
+        raise InputError(f"the {what}'s scale must be a finite number > 0. Found {scale!r}.")
     if not np.all(np.isfinite(values)) or np.any(values != np.round(values)) or np.any(np.abs(values) > _EXACT_INT):
-        raise PrivacyError("noise='secure' adds discrete Laplace noise to integer statistics; these values are not "
-                           "integers.")
+        raise PrivacyError(f"noise='secure' adds {what} noise to integer counts; these values are not integers.")
     if values.size == 0:
         return values.copy()
     dp = _opendp()
-    space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64")
-    mechanism = dp.m.make_laplace(*space, scale=float(scale))
-    _check_cost(float(mechanism.map(int(sensitivity))), sensitivity / scale, "discrete Laplace")
+    mechanism = make(dp, (dp.vector_domain(dp.atom_domain(T="i64")), getattr(dp, metric)(T="i64")))
+    _check_cost(float(mechanism.map(sensitivity)), recorded_cost(), what)
     noisy = mechanism(values.astype(np.int64).ravel().tolist())
     return np.asarray(noisy, dtype=float).reshape(values.shape)
 

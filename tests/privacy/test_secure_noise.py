@@ -67,7 +67,7 @@ def test_discrete_gaussian_counts_are_integers_with_the_discrete_gaussians_law(s
 def test_discrete_gaussian_refuses_counts_that_are_not_integers_and_checks_opendps_cost():
     with pytest.raises(PrivacyError, match="integer counts"):
         discrete_gaussian(np.array([1.0, 2.5]), 3.0)
-    with pytest.raises(InputError, match="sigma"):
+    with pytest.raises(InputError, match="scale must be a finite number > 0"):
         discrete_gaussian(np.array([1.0]), 0.0)
     import opendp.prelude as dp
 
