@@ -14,7 +14,9 @@ Each schema column becomes one attribute with a fixed number of cells (:class:`C
   cut where the DP histogram's cumulative mass crosses ``k / max_bins``: equal-mass bins from DP counts (no exact
   quantile is ever read), so most of the resolution goes where the rows are. Small integer ranges keep their unit
   bins when they fit. Bounds found by DP discovery are whole decades: there the bins also end where the DP histogram
-  says the rows do (:func:`support`), so no bin unites the rows' last values with a stretch of empty range.
+  says the rows do (:func:`support`), so no bin unites the rows' last values with a stretch of empty range; inside
+  a cell that still does (a zoom's thin slices), decoding draws that stretch at its unclipped sum
+  (:func:`stretches_at_their_sums`).
 
 Encoding private rows into cells (:meth:`Discretizer.encode`) is what backends count; it uses the schema only.
 Decoding (:meth:`Discretizer.decode`) maps cells back to values: a category, a missing value, a special value, or
@@ -45,7 +47,7 @@ from dpsynth.errors import InputError
 from dpsynth.marginals.graphical_model import draw_rows
 
 __all__ = ["ColumnCells", "Discretizer", "DEFAULT_MAX_BINS", "fine_slopes", "linear_inside", "smooth_fine_counts",
-           "smooth_grid_counts", "snap_inside", "support"]
+           "smooth_grid_counts", "snap_inside", "stretches_at_their_sums", "support"]
 
 DEFAULT_MAX_BINS = 32
 
@@ -169,7 +171,7 @@ SUPPORT_PENALTY = 2.0
 SUPPORT_RUN_SD = 3.0
 
 
-def support(noisy: np.ndarray, sd: np.ndarray, edges: np.ndarray) -> tuple[int, int]:
+def support(noisy: np.ndarray, sd: np.ndarray, edges: np.ndarray, *, into_slices: bool = False) -> tuple[int, int]:
     """The fine bins ``[lo, hi)`` of a numeric column's DP histogram that hold its rows, read off the unclipped noisy
     counts ``noisy``, their noise sds ``sd`` and the bins' ``edges`` (post-processing).
 
@@ -185,7 +187,11 @@ def support(noisy: np.ndarray, sd: np.ndarray, edges: np.ndarray) -> tuple[int, 
     off sums to within ``SUPPORT_RUN_SD`` noise sds of 0. With no bin beyond
     ``SUPPORT_BIN_SD`` sds (a small table: every bin mostly noise) nothing is cut. A cut-off run is not dropped: the
     cells still cover the whole range (:func:`_coarse_edges` gives it bins of its own, whose mass is measured), so
-    a thin real tail the noise hides keeps its rows. Exact counts (sd 0): the empty ends."""
+    a thin real tail the noise hides keeps its rows. Exact counts (sd 0): the empty ends.
+
+    ``into_slices``: the cut may go on into a zoom's thin slices of a continuous column too (for where numbers are
+    drawn inside a cell, :func:`stretches_at_their_sums`; the cells themselves never end there: bins spent on the
+    slices' noise cost the measured joint)."""
     noisy, sd = np.asarray(noisy, float), np.asarray(sd, float)
     k = len(noisy)
     if k == 0:
@@ -205,9 +211,9 @@ def support(noisy: np.ndarray, sd: np.ndarray, edges: np.ndarray) -> tuple[int, 
     x = np.asarray(edges, float)
     half = np.isclose(np.mod(x - 0.5, 1.0), 0.0, atol=1e-9) | np.isclose(np.mod(x - 0.5, 1.0), 1.0, atol=1e-9)
     whole = (widths <= 1.0 + 1e-9) & (half[:-1] | half[1:])
-    while first_run < k and whole[first_run]:
+    while first_run < k and (into_slices or whole[first_run]):
         first_run += 1
-    while last_run > 0 and whole[last_run - 1]:
+    while last_run > 0 and (into_slices or whole[last_run - 1]):
         last_run -= 1
 
     def cut(values: np.ndarray, sds: np.ndarray, run: int) -> int:
@@ -220,6 +226,36 @@ def support(noisy: np.ndarray, sd: np.ndarray, edges: np.ndarray) -> tuple[int, 
     lo = cut(noisy, sd, min(first_run, int(strong[0])))
     hi = k - cut(noisy[::-1], sd[::-1], min(k - last_run, k - 1 - int(strong[-1])))
     return (lo, hi) if lo < hi else (0, k)
+
+
+def stretches_at_their_sums(weights: np.ndarray, noisy: np.ndarray, sd: np.ndarray, edges: np.ndarray,
+                            groups: np.ndarray | None = None) -> np.ndarray:
+    """Decoding weights of a numeric column's fine bins (``weights``: the clipped DP counts, smoothed or not) with each
+    stretch beyond the rows' support (:func:`support`, into a zoom's slices too) scaled to its unclipped sum, clipped
+    at 0, separately in each coarse cell (``groups``: the cell of each fine bin; None: one cell), where that cell
+    also holds a bin that surely holds rows (beyond ``SUPPORT_BIN_SD`` noise sds).
+
+    Why: an empty bin's clipped noise is 0.4 noise sd on average, so a cell whose bins are mostly empty drew most of
+    its numbers there: King County's zip codes 98001-98199 sit in 9 of a zoom's 64 slices (22 wide, sd 443 each), and
+    the cell that held 98001-98023 also held 20 empty slices, whose clipped noise outweighed the real one's 3,000 rows:
+    15% of the synthetic zip codes were outside the real range. The unclipped sum is unbiased and is still there for
+    a thin real tail the noise hides. Why only beside a sure bin: a run of thin real slices (California's average
+    bedrooms 0.87-0.97, 1,500 rows in 19 slices at 0.25 noise sd each) looks empty slice by slice, and its sum is as
+    noisy as its rows; in a cell with nothing sure beside it, a low draw of that sum sent the cell's rows onto its one
+    kept slice (decile TVD of the column 0.04 -> 0.11). Post-processing of the DP histogram (its unclipped counts and
+    their sds)."""
+    out = np.asarray(weights, float).copy()
+    noisy, sd = np.asarray(noisy, float), np.asarray(sd, float)
+    lo, hi = support(noisy, sd, edges, into_slices=True)
+    groups = np.zeros(len(out), dtype=np.int64) if groups is None else np.asarray(groups)
+    strong = np.unique(groups[lo:hi][noisy[lo:hi] > SUPPORT_BIN_SD * sd[lo:hi]])
+    for side in (np.arange(len(out)) < lo, np.arange(len(out)) >= hi):
+        for g in np.intersect1d(groups[side], strong):
+            part = side & (groups == g)
+            held = out[part].sum()
+            if held > 0:
+                out[part] *= max(float(noisy[part].sum()), 0.0) / held
+    return out
 
 
 class Discretizer:
@@ -262,12 +298,17 @@ class Discretizer:
             # bounds found by DP discovery are whole decades (Latitude 32-42 gets [10, 100]): a cut at each end of
             # the rows' support (:func:`support`), or an edge bin reaching into the empty range would draw numbers
             # there by the noise. Declared bounds are the user's: their thin tails keep the rows' bins
-            lo, hi = support(*hist.bin_noise(sigma), hist.edges) if schema.provenance == "dp" else (0, len(counts))
+            discovered = schema.provenance == "dp"
+            lo, hi = support(*hist.bin_noise(sigma), hist.edges) if discovered else (0, len(counts))
             fine_edges = np.asarray(hist.edges, float)
             edges = _coarse_edges(fine_edges, np.clip(counts - 2.0 * sd, 0, None), max_bins, (lo, hi))
-            out.append(ColumnCells(col.name, "numeric", col.nullable, (), edges, fine_edges,
-                                   smooth_grid_counts(fine_edges, np.clip(counts, 0, None), sd),
-                                   tuple(col.special_values), col.rounds, step=float(col.grid_step or 0.0)))
+            weights = smooth_grid_counts(fine_edges, np.clip(counts, 0, None), sd)
+            cells = ColumnCells(col.name, "numeric", col.nullable, (), edges, fine_edges, weights,
+                                tuple(col.special_values), col.rounds, step=float(col.grid_step or 0.0))
+            if discovered:  # inside a cell, the empty stretch beyond the rows (a zoom's slices too) at its sum
+                cells.fine_weights = stretches_at_their_sums(weights, *hist.bin_noise(sigma), fine_edges,
+                                                             cells.groups())
+            out.append(cells)
         return cls(out)
 
     @property

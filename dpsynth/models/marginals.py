@@ -25,7 +25,7 @@ from dpsynth.data.discovery import (
     numeric_cells,
 )
 from dpsynth.data.metadata import CategoricalHistogram, NumericHistogram
-from dpsynth.marginals.domain import support
+from dpsynth.marginals.domain import stretches_at_their_sums
 from dpsynth.models import register
 from dpsynth.models.base import Synthesizer
 from dpsynth.models.phase import budget_summary, json_number
@@ -156,21 +156,15 @@ def _probabilities(weights: np.ndarray) -> np.ndarray:
 
 
 def _stretches_at_their_sums(hist: NumericHistogram) -> np.ndarray:
-    """The clipped counts with each stretch of range beyond the rows' support (:func:`~dpsynth.marginals.domain.
-    support`: DP discovery's bounds are whole decades) scaled to the stretch's unclipped sum (clipped at 0): an
-    empty bin's clipped noise is 0.4 noise sd on average, so 40 empty bins drew about 16 noise sds of rows out there
-    (California's latitudes down to 10); the unclipped sum is unbiased, and is still there for a thin real tail.
-    Post-processing of the DP histogram; histograms without their unclipped counts are left as they are."""
-    counts = np.asarray(hist.counts, dtype=float).copy()
+    """The clipped counts with each stretch of range beyond the rows' support (DP discovery's bounds are whole
+    decades; a zoom's empty slices too) scaled to its unclipped sum, clipped at 0
+    (:func:`~dpsynth.marginals.domain.stretches_at_their_sums`): 41 empty bins' clipped noise sums to about 16
+    noise sds of rows out there (California's latitudes down to 10). Histograms without their unclipped counts are
+    left as they are."""
+    counts = np.asarray(hist.counts, dtype=float)
     if hist.noisy is None or hist.bin_sd is None:
         return counts
-    noisy = np.asarray(hist.noisy, dtype=float)
-    lo, hi = support(noisy, np.asarray(hist.bin_sd, dtype=float), hist.edges)
-    for part in (slice(0, lo), slice(hi, len(counts))):
-        held = counts[part].sum()
-        if held > 0:
-            counts[part] *= max(float(noisy[part].sum()), 0.0) / held
-    return counts
+    return stretches_at_their_sums(counts, hist.noisy, np.asarray(hist.bin_sd, dtype=float), hist.edges)
 
 
 def _sample_categorical(hist: CategoricalHistogram, n: int, rng) -> np.ndarray:

@@ -15,7 +15,7 @@ from dpsynth.data.frame import conform
 from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
 from dpsynth.data.schema import Column, Schema
 from dpsynth.marginals.backends import NumPyBackend
-from dpsynth.marginals.domain import ColumnCells, Discretizer, support
+from dpsynth.marginals.domain import ColumnCells, Discretizer, stretches_at_their_sums, support
 from dpsynth.privacy.ledger import PrivacyLedger
 
 
@@ -135,10 +135,88 @@ def test_numbers_are_not_drawn_by_the_noise_of_an_empty_decade(monkeypatch):
 
     with_support = [outside_share(seed) for seed in range(5)]
     declared = [outside_share(seed, "public") for seed in range(5)]
-    monkeypatch.setattr(domain, "support", lambda noisy, sd, edges: (0, len(noisy)))
+    monkeypatch.setattr(domain, "support", lambda noisy, sd, edges, **_: (0, len(noisy)))
     without = [outside_share(seed) for seed in range(5)]
     assert np.mean(with_support) < 0.01 and np.mean(without) > 4 * np.mean(with_support)
     assert declared == without
+
+
+def _zip_codes(seed: int, tail: float = 0.0):
+    """King County's zip codes as DP discovery sees them: decade bounds [10,000, 100,000] on 64 grid bins (sd 221),
+    the grid bin that holds the rows zoomed into 64 slices of 22 (sd 443, not whole numbers), the rows in 8 slices
+    (98,001-98,177); ``tail`` rows spread thinly over the 20 slices below them (a real tail the noise hides)."""
+    grid = np.linspace(10_000.0, 100_000.0, 65)
+    slices = np.linspace(grid[62], grid[63], 65)
+    edges = np.r_[grid[:62], slices, grid[63:]]
+    true = np.zeros(len(edges) - 1)
+    first = 62 + 37  # the slice of 98,001
+    true[first:first + 8] = [3000, 3500, 2300, 2800, 3200, 1100, 600, 800]
+    true[first - 20:first] = tail / 20
+    sd = np.where(np.diff(edges) < 100.0, 443.0, 221.0)
+    noisy = true + np.random.default_rng(seed).normal(0.0, sd)
+    hist = NumericHistogram(edges, np.clip(noisy, 0, None), {}, 0.0, noisy=noisy, bin_sd=sd)
+    col = Column("x", "continuous", nullable=False, lower=10_000.0, upper=100_000.0)
+    meta = DPMetadata(float(true.sum()), {"x": hist}, sigma=221.0)
+    return edges, true, first, Schema((col,), provenance="dp"), meta
+
+
+def _decoded(edges, true, schema, meta, seed: int) -> np.ndarray:
+    """The rows (drawn from ``true``) encoded into the cells and decoded again."""
+    rng = np.random.default_rng(seed + 100)
+    fine = rng.choice(len(true), size=int(true.sum()), p=true / true.sum())
+    rows = pd.DataFrame({"x": edges[fine] + rng.random(len(fine)) * np.diff(edges)[fine]})
+    disc = Discretizer.build(schema, meta)
+    return disc.decode(disc.encode(rows), np.random.default_rng(seed))["x"].to_numpy()
+
+
+def test_numbers_inside_a_cell_are_not_drawn_by_the_noise_of_a_zooms_empty_slices(monkeypatch):
+    """The cells never end inside a zoom's slices of a continuous column (:func:`support`), so the cell holding the
+    first zip codes also holds 20 empty slices; inside it the empty stretch is drawn at its unclipped sum
+    (:func:`stretches_at_their_sums`), not by its clipped noise (0.4 sd a slice: more than the real slice's rows).
+    A thin real tail there keeps its rows (the unclipped sum is unbiased)."""
+    from dpsynth.marginals import domain
+
+    def outside(seed: int) -> float:
+        edges, true, first, schema, meta = _zip_codes(seed)
+        x = _decoded(edges, true, schema, meta, seed)
+        return float(np.mean((x < edges[first]) | (x > edges[first + 8])))
+
+    with_sums = [outside(seed) for seed in range(6)]
+    with monkeypatch.context() as patch:
+        patch.setattr(domain, "stretches_at_their_sums", lambda weights, *_: weights)
+        without = [outside(seed) for seed in range(6)]
+    assert np.mean(without) > 0.06 and np.mean(with_sums) < np.mean(without) / 2
+    # a tail of 2,000 rows over the 20 slices below (0.2 noise sd a slice): decoded there at about its share
+    shares = []
+    for seed in range(12):
+        edges, true, first, schema, meta = _zip_codes(seed, tail=2000.0)
+        x = _decoded(edges, true, schema, meta, seed)
+        shares.append(np.mean((x >= edges[first - 20]) & (x < edges[first])))
+    assert 0.6 < np.mean(shares) / (2000.0 / true.sum()) < 2.0
+    # the weights: the cut into the slices, each stretch scaled to its unclipped sum, cell by cell
+    edges, _, first, _, meta = _zip_codes(0)
+    hist = meta.histograms["x"]
+    lo, hi = support(hist.noisy, hist.bin_sd, edges, into_slices=True)
+    assert support(hist.noisy, hist.bin_sd, edges)[0] == 62  # the cells' cut stops where the slices begin
+    assert first - 4 <= lo <= first and hi >= first + 5  # never past a slice beyond 4 sds (the first five)
+    groups = np.minimum(np.arange(len(edges) - 1) // 40, 2)
+    weights = stretches_at_their_sums(hist.counts, hist.noisy, hist.bin_sd, edges, groups)
+    for g in range(3):  # the slices of 98,001 on are in the last cell
+        below = (np.arange(len(weights)) < lo) & (groups == g)
+        if g == 2:
+            assert np.isclose(weights[below].sum(), max(hist.noisy[below].sum(), 0.0))
+        else:  # nothing sure in the cell: as it was
+            assert np.array_equal(weights[below], hist.counts[below])
+    assert np.array_equal(weights[lo:hi], hist.counts[lo:hi])
+    # a cell with no slice beyond 4 sds keeps its weights: thin real slices look empty one by one
+    thin = np.full(40, 40.0) + np.random.default_rng(1).normal(0.0, 160.0, 40)
+    strong = np.r_[thin, 5000.0, thin]
+    grid = np.arange(82.0)
+    split = np.r_[np.zeros(40, int), np.ones(42, int)][:81]
+    kept = stretches_at_their_sums(np.clip(strong, 0, None), strong, np.full(81, 160.0), grid, np.zeros(81, int))
+    alone = stretches_at_their_sums(np.clip(strong, 0, None), strong, np.full(81, 160.0), grid, split)
+    assert not np.allclose(kept[:40], np.clip(thin, 0, None))  # beside the sure bin: scaled to the sum
+    assert np.allclose(alone[:40], np.clip(thin, 0, None))  # a cell of its own with nothing sure: left as it was
 
 
 def test_encode_decode_round_trip_stays_in_the_domain():
