@@ -937,10 +937,8 @@ def profile_counts(name: str, mass: float, missing: int, n_rows: float, alloc: A
     noisy_mass, noisy_missing = gaussian_counts(np.array([mass, float(missing)]), sigma=sigma, rng=rng)
     if noisy_mass >= PROFILE_Z * sigma:
         return True
-    why = ("(almost) all its values are missing (a DP estimate)" if noisy_missing > n_rows - plan.category_rows else
-           f"no value is frequent enough to release under DP (ID-like or too rare: at this budget a value "
-           f"needs about {plan.category_rows:.0f} rows)")
-    warn_excluded(name, why, "declare its categories in a schema")
+    warn_excluded(name, exclusion_reason(noisy_missing, sigma, n_rows, plan.category_rows),
+                  "declare its categories in a schema")
     return False
 
 
@@ -960,11 +958,7 @@ def select_categories(name: str, key_counts: dict, n_missing: int, n_rows, ledge
     kept = gaussian_partition_selection(key_counts, sigma=sigma, threshold=threshold, rng=rng)
     missing = max(0.0, float(gaussian_counts(np.array([n_missing]), sigma=sigma, rng=rng)[0]))
     if not kept:
-        # the reason is read off DP outputs only: the noisy missing count against the DP row count
-        why = ("(almost) all its values are missing (a DP estimate)" if missing > n_rows - threshold else
-               f"no value is frequent enough to release under DP (ID-like or too rare: at this budget a value "
-               f"needs about {threshold:.0f} rows)")
-        warn_excluded(name, why, "declare its categories in a schema")
+        warn_excluded(name, exclusion_reason(missing, sigma, n_rows, threshold), "declare its categories in a schema")
         return None, None
     cats = sorted(kept, key=lambda v: (str(type(v)), str(v)))
     counts = [kept[c] for c in cats]
@@ -1131,6 +1125,23 @@ def _main_runs(kept: np.ndarray, min_mass: float) -> np.ndarray:
         if k == int(np.argmax(masses)) or masses[k] >= threshold:
             out[a:b + 1] = kept[a:b + 1]
     return out
+
+
+def exclusion_reason(noisy_missing: float, sigma: float, n_rows: float, threshold: float) -> str:
+    """Why no value of a text column was released, read off DP outputs only (the noisy missing count and its noise
+    sd, the DP row count) and the public release threshold.
+
+    "(almost) all missing" needs a missing count that clears 2 noise sds as well as leaving fewer present rows than
+    the threshold: on a table not much larger than the threshold the second test alone holds for any missing count
+    above zero, and a complete column (a 0-7 score on 944 rows, say) was called missing. A table under twice the
+    threshold is named as the cause: at most one value could have been released from it."""
+    if noisy_missing > n_rows - threshold and noisy_missing > 2 * sigma:
+        return "(almost) all its values are missing (a DP estimate)"
+    if n_rows < 2 * threshold:
+        return (f"the table is too small for DP discovery of its values at this budget (a value needs about "
+                f"{threshold:.0f} rows; the table has about {max(n_rows, 0):.0f}, a DP estimate)")
+    return (f"no value is frequent enough to release under DP (ID-like or too rare: at this budget a value needs "
+            f"about {threshold:.0f} rows)")
 
 
 def warn_excluded(name: str, why: str, schema_fix: str) -> None:
