@@ -42,7 +42,7 @@ import numpy as np
 
 from dpsynth.errors import InputError
 
-__all__ = ["Measurement", "junction_tree", "tree_size", "MarkovRandomField", "draw_rows", "merge_cells"]
+__all__ = ["Measurement", "pooled_total", "junction_tree", "tree_size", "MarkovRandomField", "draw_rows", "merge_cells"]
 
 Clique = tuple[int, ...]
 _WINDOW = 50  # steps over which the accelerated method's progress is judged for its stopping rule
@@ -96,6 +96,27 @@ class Measurement:
             if g is not None:
                 coarse = np.take(coarse, np.asarray(g), axis=i)
         return coarse
+
+
+def pooled_total(n_rows: float, n_sd: float, measurements: Sequence[Measurement]) -> float:
+    """The number of rows the model's counts should sum to: the inverse-variance weighted mean of a noisy row count
+    ``n_rows`` (noise sd ``n_sd``) and the sums of ``measurements``, each an unbiased noisy count of every row
+    (variance: its cells' noise variances summed), at least 1. Post-processing of DP outputs.
+
+    Every measurement must count each row once, in a table over the whole domain (missing values in their cell): the
+    models' own Gaussian count tables do; the metadata's histograms need not (a text column's "other" count is the row
+    count minus the released counts), so they are left out by the caller. ``n_sd`` <= 0 (exact counts) returns
+    ``n_rows``. Why: the graphical model fits counts that sum to its total, so a total off by ``e`` rows shifts every
+    cell of a measured table by about ``e`` / cells (least squares on the simplex), emptying the rare cells of a
+    small table whose DP row count is low: on 442 rows at epsilon 1 the metadata's count has noise sd 124."""
+    if not n_sd > 0:
+        return float(n_rows)
+    weight, weighted = 1.0 / n_sd ** 2, float(n_rows) / n_sd ** 2
+    for m in measurements:
+        var = float(np.sum(np.broadcast_to(np.asarray(m.sigma, dtype=float) ** 2, np.shape(m.y))))
+        weight += 1.0 / var
+        weighted += float(np.sum(m.y)) / var
+    return max(1.0, weighted / weight)
 
 
 def merge_cells(table: np.ndarray, groups: np.ndarray, axis: int) -> np.ndarray:

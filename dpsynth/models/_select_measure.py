@@ -13,7 +13,7 @@ import torch
 from dpsynth.errors import InputError
 from dpsynth.marginals.backends import BACKENDS, DuckDBBackend, NumPyBackend, SparkBackend
 from dpsynth.marginals.domain import Discretizer
-from dpsynth.marginals.graphical_model import MarkovRandomField, Measurement
+from dpsynth.marginals.graphical_model import MarkovRandomField, Measurement, pooled_total
 from dpsynth.models.base import Synthesizer
 
 __all__ = ["SelectMeasureGenerate"]
@@ -57,6 +57,23 @@ class SelectMeasureGenerate(Synthesizer):
             if m is not None:
                 out.append(Measurement((j,), m[0], m[1]))
         return out
+
+    def _total(self, own: list[Measurement]) -> float:
+        """The row count the graphical model's counts sum to: the metadata's DP row count pooled with the sums of the
+        model's ``own`` count tables (:func:`~dpsynth.marginals.graphical_model.pooled_total`; the metadata's
+        histograms are not among them). Post-processing of DP outputs; the exact count in the non-private mode."""
+        if self.metadata_.non_private:
+            return float(self.metadata_.n_rows)
+        sd = next((float(e.params["sigma"]) for e in self.ledger_.entries
+                   if e.phase == "metadata" and e.mechanism == "row count"), float(self.metadata_.sigma))
+        return pooled_total(self.metadata_.n_rows, sd, own)
+
+    @property
+    def row_count_(self) -> int:
+        """The DP row count the model publishes and samples by default: its graphical model's total (the metadata's
+        row count pooled with every measurement, :meth:`_total`)."""
+        self._check_fitted()
+        return max(1, int(round(float(self.model_.total))))
 
     def _fit(self, frame: pd.DataFrame, *, rng: np.random.Generator, progress: bool) -> None:
         self._fit_table(frame, rng=rng, progress=progress)

@@ -159,8 +159,9 @@ class AIM(SelectMeasureGenerate):
         measurements = [measure(self._counts, (j,), opening, ledger=ledger, phase=PHASE, names=names, rng=rng)
                         for j in range(d)]
         rho_used = d * gaussian_rho(opening) if private else 0.0
+        own = list(measurements)  # the model's own count tables: their sums count every row
         measurements += self._metadata_measurements()
-        model = MarkovRandomField(sizes, [(j,) for j in range(d)], self.metadata_.n_rows)
+        model = MarkovRandomField(sizes, [(j,) for j in range(d)], self._total(own))
         model.estimate(measurements, iterations=self.round_iterations)
         selected: list[tuple[int, ...]] = []
         bar = _progress(progress)
@@ -205,11 +206,11 @@ class AIM(SelectMeasureGenerate):
                 picks.append(pick)
                 before.append(pick.coarsen(model.project(pick.clique)))
                 measurements.append(self._measure(pick, sigma, rng))
+                own.append(measurements[-1])
             if not picks:
                 break
             selected += picks
-            model = MarkovRandomField(sizes, [m.clique for m in measurements], self.metadata_.n_rows,
-                                      theta=model.theta)
+            model = MarkovRandomField(sizes, [m.clique for m in measurements], self._total(own), theta=model.theta)
             model.estimate(measurements, iterations=self.round_iterations, tol=_ROUND_TOL)
             change = sum(float(np.abs(p.coarsen(model.project(p.clique)) - b).sum()) for p, b in zip(picks, before))
             if private and change <= _NOISE_SCALE * sigma * sum(b.size for b in before) \
@@ -230,7 +231,7 @@ class AIM(SelectMeasureGenerate):
                     "opening_sigma": json_number(opening), "final_sigma": json_number(sigma),
                     "model_cells": int(model.size()),
                     "epsilon_after": json_number(ledger.epsilon())}
-        self.budget_ = budget_summary(ledger, n_dp=float(self.metadata_.n_rows), metadata_epsilon=spent_before,
+        self.budget_ = budget_summary(ledger, n_dp=model.total, metadata_epsilon=spent_before,
                                       phases=[(PHASE, settings)], shares={PHASE: 1.0})
 
     def _opening_sigma(self, sigma: float, rho: float) -> float:

@@ -69,23 +69,24 @@ class MST(SelectMeasureGenerate):
         sigma_1 = math.sqrt(d / (2 * third)) if math.isfinite(rho) else 1.0
         one_way = [measure(self._counts, (j,), sigma_1, ledger=ledger, phase=PHASE, names=names, rng=rng)
                    for j in range(d)]
+        own = list(one_way)  # the model's own count tables: their sums count every row
         one_way += self._metadata_measurements()
         edges: list[tuple[int, int]] = []
         eps_select = math.sqrt(8 * third / max(d - 1, 1)) if math.isfinite(rho) else math.inf
         if d > 1:
-            independent = MarkovRandomField(sizes, [(j,) for j in range(d)], self.metadata_.n_rows)
+            independent = MarkovRandomField(sizes, [(j,) for j in range(d)], self._total(own))
             independent.estimate(one_way, iterations=self.iterations)
             edges = self._spanning_tree(independent, eps_select, rng)
         sigma_2 = math.sqrt(max(d - 1, 1) / (2 * third)) if math.isfinite(rho) else 1.0
         two_way = [measure(self._counts, e, sigma_2, ledger=ledger, phase=PHASE, names=names, rng=rng) for e in edges]
-        self.model_ = MarkovRandomField(sizes, [(j,) for j in range(d)] + edges, self.metadata_.n_rows)
+        self.model_ = MarkovRandomField(sizes, [(j,) for j in range(d)] + edges, self._total(own + two_way))
         self.model_.estimate(one_way + two_way, iterations=self.iterations)
         self.selected_ = edges
         settings = {"mechanism": "mst", "rho": json_number(rho), "sigma_one_way": json_number(sigma_1),
                     "epsilon_select": json_number(eps_select), "sigma_two_way": json_number(sigma_2),
                     "edges": [[names[a], names[b]] for a, b in edges], "max_bins": self.max_bins,
                     "epsilon_after": json_number(ledger.epsilon())}
-        self.budget_ = budget_summary(ledger, n_dp=float(self.metadata_.n_rows), metadata_epsilon=spent_before,
+        self.budget_ = budget_summary(ledger, n_dp=self.model_.total, metadata_epsilon=spent_before,
                                       phases=[(PHASE, settings)], shares={PHASE: 1.0})
 
     def _spanning_tree(self, estimate: MarkovRandomField, epsilon: float, rng) -> list[tuple[int, int]]:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dpsynth.errors import InputError
-from dpsynth.marginals.graphical_model import MarkovRandomField, Measurement, junction_tree, tree_size
+from dpsynth.marginals.graphical_model import MarkovRandomField, Measurement, junction_tree, pooled_total, tree_size
 
 
 def _brute_force(model: MarkovRandomField) -> np.ndarray:
@@ -416,3 +416,23 @@ def test_an_unknown_estimation_method_is_refused(noisy_problem):
     sizes, measurements = noisy_problem([(0, 1)])
     with pytest.raises(InputError, match="method must be"):
         MarkovRandomField(sizes, [(0, 1)], 1000.0).estimate(measurements, method="newton")
+
+
+def test_pooled_total_weighs_the_row_count_and_each_table_by_its_inverse_variance():
+    """Known answers, then the law over many draws: unbiased, with the variance 1 / (sum of the weights), below the
+    row count's alone (the total a graphical model fits on a small table, where the DP row count is far off)."""
+    one = Measurement((0,), np.array([30.0, 40.0, 30.0, 30.0]), 5.0)  # sum 130, variance 4 * 25 = 100
+    assert pooled_total(100.0, 10.0, [one]) == pytest.approx(115.0)
+    per_cell = Measurement((0,), np.array([60.0, 60.0]), np.array([3.0, 4.0]))  # sum 120, variance 25
+    assert pooled_total(100.0, 10.0, [one, per_cell]) == pytest.approx((1.0 + 1.3 + 4 * 1.2) / (1 + 1 + 4) * 100)
+    assert pooled_total(100.0, 0.0, [one]) == 100.0  # exact counts: the row count
+    assert pooled_total(5.0, 10.0, [Measurement((0,), np.array([-50.0, -50.0]), 5.0)]) == 1.0  # at least one row
+
+    rng = np.random.default_rng(0)
+    n, n_sd, cells, sd = 400.0, 120.0, np.array([200.0, 120.0, 60.0, 20.0]), 40.0
+    draws = np.array([pooled_total(n + rng.normal(0, n_sd), n_sd,
+                                   [Measurement((0,), cells + rng.normal(0, sd, 4), sd) for _ in range(3)])
+                      for _ in range(4000)])
+    expected_sd = 1.0 / math.sqrt(1 / n_sd ** 2 + 3 / (4 * sd ** 2))  # 44.7 against the row count's 120
+    assert abs(draws.mean() - n) < 4 * expected_sd / math.sqrt(len(draws))
+    assert draws.std() == pytest.approx(expected_sd, rel=0.06)

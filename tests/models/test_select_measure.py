@@ -638,3 +638,25 @@ def test_a_round_scores_each_candidate_once(adult, adult_schema, monkeypatch):
     model.fit(train, epsilon=3.0, delta=1e-5, schema=adult_schema, seed=0)
     assert calls and max(calls.values()) == 1
     assert len(model.selected_) > len({key[0] for key in calls})  # rounds of more than one pick happened
+
+
+def test_the_released_row_count_pools_the_metadata_count_with_every_measurement(adult, adult_schema, tmp_path):
+    """The graphical model's total (the rows its counts sum to, the default sample size and the published DP row
+    count) pools the metadata's noisy row count (one query of the metadata share, noise sd ~126 on Adult's schema at
+    epsilon 1) with the sums of the model's own count tables: on 400 rows the released count's RMS error over six
+    seeds falls from ~126 to ~15-17 (measured). Post-processing: the ledger is the same as without it."""
+    train = adult[0].sample(400, random_state=0).reset_index(drop=True)
+    for cls, params in ((MST, {"iterations": 100}), (AIM, {"round_iterations": 30, "iterations": 100})):
+        errors_metadata, errors_released = [], []
+        for seed in range(6):
+            model = cls(**params).fit(train, epsilon=1.0, delta=1e-5, schema=adult_schema, seed=seed)
+            assert model.row_count_ == max(1, round(model.model_.total))
+            assert model.budget_["n_rows_dp"] == pytest.approx(model.model_.total)
+            assert len(model.sample(seed=0)) == model.row_count_
+            errors_metadata.append(model.metadata_.n_rows - len(train))
+            errors_released.append(model.row_count_ - len(train))
+        rms = lambda e: math.sqrt(np.mean(np.square(e)))  # noqa: E731
+        assert rms(errors_released) < 0.4 * rms(errors_metadata), (cls.name, errors_metadata, errors_released)
+        model.save(tmp_path / "m.dpsynth")
+        from dpsynth import load_model
+        assert load_model(tmp_path / "m.dpsynth").row_count_ == model.row_count_
