@@ -69,10 +69,14 @@ def infer_schema(df: pd.DataFrame, *, target: str | None = None, warn: bool = Tr
         if col is None:
             excluded.append(name)
             if warn:
-                why = ("has no values (all missing)" if all_missing
-                       else "looks like an identifier (nearly all values distinct)")
-                warnings.warn(f"Column '{name}' {why} and is excluded; declare it in a schema to keep it.",
-                              stacklevel=2)
+                if all_missing:
+                    why, fix = "has no values (all missing)", "declare it in a schema"
+                elif _dates_as_text(df[name]):
+                    why = "holds dates or times stored as text (nearly all values distinct)"
+                    fix = "convert it to a number (e.g. days since an epoch)"
+                else:
+                    why, fix = "looks like an identifier (nearly all values distinct)", "declare it in a schema"
+                warnings.warn(f"Column '{name}' {why} and is excluded; {fix} to keep it.", stacklevel=2)
         else:
             columns.append(col)
             if warn:
@@ -115,6 +119,22 @@ def _warn_crowded(col: Column, series: pd.Series) -> None:
 def _dtype_name(series: pd.Series) -> str | None:
     name = str(series.dtype)
     return name if name in DTYPES else None
+
+
+def _dates_as_text(series: pd.Series) -> bool:
+    """Whether a text column's values read as dates or times (up to 1,000 of them, each with a digit and a date or
+    time separator, 90% parsed by pandas): its exclusion message then says how to keep it, since a schema has no
+    date kind. Reads the private values, as all of :func:`infer_schema` does; the message quotes none."""
+    if not (pd.api.types.is_object_dtype(series.dtype) or pd.api.types.is_string_dtype(series.dtype)):
+        return False
+    values = series.dropna().astype(str).head(1000)
+    if values.empty or not values.str.contains(r"\d", regex=True).all() or \
+            not values.str.contains(r"[-/:]", regex=True).all():
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parsed = pd.to_datetime(values, errors="coerce", format="mixed")
+    return bool(parsed.notna().mean() >= 0.9)
 
 
 def infer_column(series: pd.Series) -> Column | None:

@@ -15,6 +15,24 @@ def test_id_like_column_is_excluded_with_a_warning():
     assert schema.excluded == ("id",) and schema.names == ["x"]
 
 
+def test_dates_stored_as_text_are_excluded_with_the_way_to_keep_them():
+    """A CSV's timestamps are text to pandas and nearly all distinct: excluded like an identifier, but the warning
+    says to convert them to numbers (a schema has no date kind, so "declare it in a schema" would not help); codes
+    with dashes that are not dates stay identifiers. No value is quoted."""
+    n = 300
+    df = pd.DataFrame({"when": pd.date_range("2010-01-01", periods=n, freq="h").astype(str),
+                       "day": pd.date_range("2010-01-01", periods=n, freq="D").strftime("%m/%d/%Y"),
+                       "code": [f"A-{i:05d}-Z" for i in range(n)], "x": np.arange(n) % 7})
+    with pytest.warns(UserWarning) as record:
+        schema = infer_schema(df)
+    said = {str(w.message).split("'")[1]: str(w.message) for w in record}
+    for name in ("when", "day"):
+        assert "dates or times stored as text" in said[name] and "convert it to a number" in said[name]
+        assert "2010" not in said[name]
+    assert "looks like an identifier" in said["code"] and "declare it in a schema" in said["code"]
+    assert schema.excluded == ("when", "day", "code") and schema.names == ["x"]
+
+
 def test_all_nan_column_is_excluded_with_a_warning():
     df = pd.DataFrame({"a": [np.nan, np.nan], "b": [1, 2]})
     with pytest.warns(UserWarning, match="Column 'a' has no values"):
