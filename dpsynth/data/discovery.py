@@ -107,7 +107,7 @@ from scipy.stats import norm
 
 from dpsynth.data.frame import categorical_codes, check_frame
 from dpsynth.data.inference import GRID_BINS, ID_LIKE_RATIO, infer_schema, unit_grid
-from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram
+from dpsynth.data.metadata import CategoricalHistogram, DPMetadata, NumericHistogram, pooled_count, with_row_total
 from dpsynth.data.schema import Column, Schema
 from dpsynth.data.text import DTYPE_MODES, infer_text_dtypes, parse_numbers
 from dpsynth.errors import InputError
@@ -596,7 +596,8 @@ def release_zoom(hist: NumericHistogram, col: Column, window: tuple[int, int], c
     return NumericHistogram(np.r_[edges[:i], sub, edges[j + 1 :]], np.r_[counts[:i], np.clip(shifted, 0, None),
                                                                         counts[j:]],
                             hist.special_counts, hist.missing, noisy=np.r_[raw[:i], shifted, raw[j:]],
-                            bin_sd=np.r_[sds[:i], np.full(len(shifted), float(zoom_sigma)), sds[j:]])
+                            bin_sd=np.r_[sds[:i], np.full(len(shifted), float(zoom_sigma)), sds[j:]],
+                            row_total=hist.row_total, row_total_sd=hist.row_total_sd)  # the grid's: all rows
 
 
 def _short(x) -> float:
@@ -659,9 +660,10 @@ def noisy_numeric_histogram(cells: np.ndarray, col: Column, edges, ledger, sigma
     special_counts = {s: max(0.0, float(c)) for s, c in zip(col.special_values, noisy[k : k + n_specials])}
     if warn and sigma > 0:
         _warn_clipped(col, n_below + n_above, sigma)
-    return NumericHistogram(edges, np.clip(bins, 0, None), special_counts,
+    hist = NumericHistogram(edges, np.clip(bins, 0, None), special_counts,
                             _missing_mass(float(noisy[-3]), sigma) if col.nullable else 0.0,
                             noisy=bins if sigma > 0 else None, bin_sd=sd if sigma > 0 else None)
+    return with_row_total(hist, noisy, sigma)  # every row lies in one cell: bins, specials, missing, below, above
 
 
 def _warn_clipped(col: Column, noisy_out: float, sigma: float) -> None:
@@ -688,9 +690,10 @@ def noisy_categorical_histogram(cells: np.ndarray, col: Column, ledger, sigma, r
     """The Gaussian release of :func:`categorical_cells` (wherever they were counted)."""
     spend_metadata(ledger, sigma, f"histogram {col.name}", bins=len(col.categories) + 1)
     noisy = gaussian_counts(np.asarray(cells), sigma=sigma, rng=rng)
-    return CategoricalHistogram(col.categories, np.clip(noisy[:-1], 0, None),
+    hist = CategoricalHistogram(col.categories, np.clip(noisy[:-1], 0, None),
                                 _missing_mass(float(noisy[-1]), sigma) if col.nullable else 0.0,
                                 noisy=noisy[:-1] if sigma > 0 else None)
+    return with_row_total(hist, noisy, sigma)  # every row lies in one cell: its category (or "other"), or missing
 
 
 def _missing_mass(noisy: float, sigma: float) -> float:
@@ -717,6 +720,7 @@ def public_schema_release(n_rows: int, cells: dict[str, np.ndarray], schema: Sch
     sigma = _sigma(ledger, len(schema) + 1, share, reserve=n_zoomable)
     spend_metadata(ledger, sigma, "row count")
     noisy_n = max(1.0, float(gaussian_counts(np.array([n_rows]), sigma=sigma, rng=rng)[0]))
+    n_sd = sigma
     hists = {}
     for col in schema.columns:
         if col.is_discrete:
@@ -724,7 +728,17 @@ def public_schema_release(n_rows: int, cells: dict[str, np.ndarray], schema: Sch
         else:
             hists[col.name] = noisy_numeric_histogram(cells[col.name], col, public_grid(col), ledger, sigma, rng)
     release_zooms(hists, schema.columns, count_cells, ledger, sigma, lambda n: _rest_sigma(ledger, n, share), rng)
-    return DPMetadata(noisy_n, hists, non_private=ledger.non_private, sigma=sigma)
+    return released_metadata(noisy_n, n_sd, hists, sigma, non_private=ledger.non_private)
+
+
+def released_metadata(n_rows: float, n_sd: float, hists: dict, sigma: float, *, non_private: bool = False
+                      ) -> DPMetadata:
+    """The metadata phase's release, its DP row count the row-count query ``n_rows`` (noise sd ``n_sd``) pooled with
+    the row totals of the histograms that count every row (:func:`~dpsynth.data.metadata.pooled_count`; a partition
+    selection's do not): post-processing of DP outputs, which every model then reads (sample size, sampling rates)."""
+    n, sd = pooled_count([(n_rows, n_sd)] + [(h.row_total, h.row_total_sd) for h in hists.values()
+                                              if h.row_total is not None])
+    return DPMetadata(max(1.0, n), hists, non_private=non_private, sigma=sigma, n_rows_sd=sd)
 
 
 # ---------------------------------------------------------------------------------------------- DP discovery
@@ -807,7 +821,8 @@ def discover(source, ledger: PrivacyLedger, share: float, rng, *, target: str | 
     budget allows (a declared ``target``'s at its larger weight: :func:`plan_discovery`)."""
     plan = plan_for_ledger(source, ledger, share, "public", target)
     alloc = Allocation(ledger, share, plan)
-    n_rows = noisy_row_count(source, alloc, alloc.sigma(), rng)
+    n_sd = alloc.sigma()
+    n_rows = noisy_row_count(source, alloc, n_sd, rng)
     check_feasible(plan, n_rows)
     pending: dict[str, Column | str] = {}  # column name -> its bounded Column (numeric) or its kind (text, bool)
     for name in source.names:
@@ -849,7 +864,7 @@ def discover(source, ledger: PrivacyLedger, share: float, rng, *, target: str | 
     if not columns:
         raise InputError("DP discovery found no usable column; declare a schema.")
     release_zooms(hists, columns, source.numeric_cells, alloc, sigma, alloc.stage_two, rng)
-    return discovered_schema(source.names, columns, hists, target), DPMetadata(n_rows, hists, sigma=sigma)
+    return discovered_schema(source.names, columns, hists, target), released_metadata(n_rows, n_sd, hists, sigma)
 
 
 def target_short(col: Column | None) -> bool:

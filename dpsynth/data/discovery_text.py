@@ -33,6 +33,7 @@ from dpsynth.data.discovery import (
     release_stage_two,
     release_step,
     release_zooms,
+    released_metadata,
     select_categories,
     spend_metadata,
     step_classes,
@@ -117,7 +118,8 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng, *,
         source = TextFrameColumns(source)
     plan = plan_for_ledger(source, ledger, share, "private", target)
     alloc = Allocation(ledger, share, plan)
-    n_rows = noisy_row_count(source, alloc, alloc.sigma(), rng)
+    n_sd = alloc.sigma()
+    n_rows = noisy_row_count(source, alloc, n_sd, rng)
     check_feasible(plan, n_rows)
     pending: dict = {}  # name -> bounded numeric Column, or None for a text column
     for name in source.names:
@@ -159,7 +161,7 @@ def discover_private_dtypes(source, ledger: PrivacyLedger, share: float, rng, *,
     if not columns:
         raise InputError("DP discovery found no usable column; declare a schema.")
     release_zooms(hists, columns, source.number_cells, alloc, sigma, alloc.stage_two, rng)
-    return discovered_schema(source.names, columns, hists, target), DPMetadata(n_rows, hists, sigma=sigma)
+    return discovered_schema(source.names, columns, hists, target), released_metadata(n_rows, n_sd, hists, sigma)
 
 
 _KIND_CELLS = 2 * (len(geometric_grid()) - 1) + 3  # cells of the kind-and-bounds query

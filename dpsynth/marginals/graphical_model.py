@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
+from dpsynth.data.metadata import pooled_count
 from dpsynth.errors import InputError
 
 __all__ = ["Measurement", "pooled_total", "junction_tree", "tree_size", "MarkovRandomField", "draw_rows", "merge_cells"]
@@ -101,22 +102,23 @@ class Measurement:
 def pooled_total(n_rows: float, n_sd: float, measurements: Sequence[Measurement]) -> float:
     """The number of rows the model's counts should sum to: the inverse-variance weighted mean of a noisy row count
     ``n_rows`` (noise sd ``n_sd``) and the sums of ``measurements``, each an unbiased noisy count of every row
-    (variance: its cells' noise variances summed), at least 1. Post-processing of DP outputs.
+    (variance: its cells' noise variances summed), at least 1 (:func:`~dpsynth.data.metadata.pooled_count`).
+    Post-processing of DP outputs.
 
     Every measurement must count each row once, in a table over the whole domain (missing values in their cell): the
-    models' own Gaussian count tables do; the metadata's histograms need not (a text column's "other" count is the row
-    count minus the released counts), so they are left out by the caller. ``n_sd`` <= 0 (exact counts) returns
-    ``n_rows``. Why: the graphical model fits counts that sum to its total, so a total off by ``e`` rows shifts every
-    cell of a measured table by about ``e`` / cells (least squares on the simplex), emptying the rare cells of a
-    small table whose DP row count is low: on 442 rows at epsilon 1 the metadata's count has noise sd 124."""
+    models' own Gaussian count tables do. The metadata's histograms are not passed here: their row totals are pooled
+    into the metadata's row count already (a text column's released counts are not such a table: its "other" count
+    is the row count minus them). ``n_sd`` <= 0 (exact counts) returns ``n_rows``. Why: the graphical model fits
+    counts that sum to its total, so a total off by ``e`` rows shifts every cell of a measured table by about ``e`` /
+    cells (least squares on the simplex), emptying the rare cells of a small table whose DP row count is low: on 442
+    rows at epsilon 1 the row-count query has noise sd 124."""
     if not n_sd > 0:
         return float(n_rows)
-    weight, weighted = 1.0 / n_sd ** 2, float(n_rows) / n_sd ** 2
+    estimates = [(float(n_rows), float(n_sd))]
     for m in measurements:
         var = float(np.sum(np.broadcast_to(np.asarray(m.sigma, dtype=float) ** 2, np.shape(m.y))))
-        weight += 1.0 / var
-        weighted += float(np.sum(m.y)) / var
-    return max(1.0, weighted / weight)
+        estimates.append((float(np.sum(m.y)), math.sqrt(var)))
+    return max(1.0, pooled_count(estimates)[0])
 
 
 def merge_cells(table: np.ndarray, groups: np.ndarray, axis: int) -> np.ndarray:

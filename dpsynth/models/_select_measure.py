@@ -59,14 +59,13 @@ class SelectMeasureGenerate(Synthesizer):
         return out
 
     def _total(self, own: list[Measurement]) -> float:
-        """The row count the graphical model's counts sum to: the metadata's DP row count pooled with the sums of the
-        model's ``own`` count tables (:func:`~dpsynth.marginals.graphical_model.pooled_total`; the metadata's
-        histograms are not among them). Post-processing of DP outputs; the exact count in the non-private mode."""
+        """The row count the graphical model's counts sum to: the metadata's DP row count (already pooled with the
+        metadata histograms' row totals) pooled with the sums of the model's ``own`` count tables
+        (:func:`~dpsynth.marginals.graphical_model.pooled_total`). Post-processing of DP outputs; the exact count in
+        the non-private mode."""
         if self.metadata_.non_private:
             return float(self.metadata_.n_rows)
-        sd = next((float(e.params["sigma"]) for e in self.ledger_.entries
-                   if e.phase == "metadata" and e.mechanism == "row count"), float(self.metadata_.sigma))
-        return pooled_total(self.metadata_.n_rows, sd, own)
+        return pooled_total(self.metadata_.n_rows, self._row_count_sd(), own)
 
     @property
     def row_count_(self) -> int:

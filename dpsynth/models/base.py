@@ -477,10 +477,21 @@ class Synthesizer(ABC):
 
     @property
     def row_count_(self) -> int:
-        """The row count the model may publish: the DP (noisy) count of the metadata phase, rounded; the exact
-        count only in the non-private mode. The default size of :meth:`sample`."""
+        """The row count the model may publish: the DP (noisy) count of the metadata phase (its row-count query pooled
+        with its histograms' row totals), rounded; the exact count only in the non-private mode. The default size of
+        :meth:`sample`."""
         self._check_fitted()
         return max(1, int(round(float(self.metadata_.n_rows))))
+
+    def _row_count_sd(self) -> float:
+        """The noise sd of the metadata's DP row count: recorded with it, or in files written before it was (whose
+        count is the row-count query alone) that query's sigma in the ledger; 0 in the non-private mode."""
+        if self.metadata_.non_private:
+            return 0.0
+        if self.metadata_.n_rows_sd is not None:
+            return float(self.metadata_.n_rows_sd)
+        return next((float(e.params["sigma"]) for e in self.ledger_.entries
+                     if e.phase == "metadata" and e.mechanism == "row count"), float(self.metadata_.sigma))
 
     @property
     def epsilon_(self) -> float:

@@ -24,7 +24,7 @@ from dpsynth.data.discovery import (
     noisy_numeric_histogram,
     numeric_cells,
 )
-from dpsynth.data.metadata import CategoricalHistogram, NumericHistogram
+from dpsynth.data.metadata import CategoricalHistogram, NumericHistogram, pooled_count
 from dpsynth.marginals.domain import stretches_at_their_sums
 from dpsynth.models import register
 from dpsynth.models.base import Synthesizer
@@ -85,19 +85,31 @@ class Marginals(Synthesizer):
         spent = ledger.epsilon()
         sigma = calibrate_gaussian_queries(ledger, len(self.schema_))
         self.histograms_: dict[str, NumericHistogram | CategoricalHistogram] = {}
+        totals = [(self.metadata_.n_rows, self._row_count_sd())]
         for col in self.schema_.columns:
             old = self.metadata_.histograms[col.name]
             if col.is_discrete:
                 new = noisy_categorical_histogram(cells(col), col, _Phase(ledger), sigma, rng)
             else:
                 new = noisy_numeric_histogram(cells(col), col, old.edges, _Phase(ledger), sigma, rng)
+            if new.row_total is not None:
+                totals.append((new.row_total, new.row_total_sd))
             # the metadata histogram's own noise sd (a declared target's may differ from the phase's)
             meta_sigma = self.metadata_.sigma_of(col.name)
             self.histograms_[col.name] = _combine(old, new, meta_sigma, sigma) if self.reuse_metadata else new
+        # the released row count: the metadata's pooled with every histogram's row total (post-processing)
+        self.total_ = max(1.0, pooled_count(totals)[0])
         settings = {"mechanism": "gaussian histograms", "queries": len(self.schema_), "noise_multiplier": sigma,
                     "epsilon_after": json_number(ledger.epsilon())}
-        self.budget_ = budget_summary(ledger, n_dp=float(self.metadata_.n_rows), metadata_epsilon=spent,
+        self.budget_ = budget_summary(ledger, n_dp=self.total_, metadata_epsilon=spent,
                                       phases=[("marginals", settings)], shares={"marginals": 1.0})
+
+    @property
+    def row_count_(self) -> int:
+        """The DP row count the model publishes and samples by default: the metadata's row count pooled with the row
+        total of each of the model's own histograms (at the whole budget left, they are the best estimates)."""
+        self._check_fitted()
+        return max(1, int(round(self.total_)))
 
     def _sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
         out = {}
@@ -110,10 +122,12 @@ class Marginals(Synthesizer):
         return pd.DataFrame(out)
 
     def _get_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        return {}, {"histograms": {k: v.to_dict() for k, v in self.histograms_.items()}, "budget": self.budget_}
+        return {}, {"histograms": {k: v.to_dict() for k, v in self.histograms_.items()}, "budget": self.budget_,
+                    "total": self.total_}
 
     def _set_state(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
         self.budget_ = state.get("budget", {})  # files before 0.2 have none
+        self.total_ = float(state.get("total", self.metadata_.n_rows))  # files before the pooled count: the metadata's
         self.histograms_ = {}
         for k, v in state["histograms"].items():
             cls = NumericHistogram if v["type"] == "numeric" else CategoricalHistogram

@@ -157,3 +157,25 @@ def test_stretches_beyond_the_rows_are_drawn_at_their_unclipped_sums():
                 empty_after.append(scaled[23:].sum())
     assert np.mean(empty_after) < 0.25 * np.mean(empty_before)
     assert 0.7 < np.mean(tail_kept) < 1.6  # 1,200 rows the noise hides bin by bin: about kept
+
+
+def test_the_released_row_count_pools_every_histogram(train, adult_schema, tmp_path):
+    """The row count `marginals` publishes (and samples by default) pools the metadata's DP row count with the row
+    total of each of its own histograms (the whole budget left, one Gaussian count of every row per column): on 3,000
+    Adult rows at epsilon 1 its RMS error over six seeds is under 0.4 of the row-count query's noise sd (measured:
+    0.14; the metadata's pooled count alone has 0.63 of it), it is what the budget reports, and a saved model keeps
+    it. Post-processing: the ledger is the same."""
+    import math
+
+    import numpy as np
+
+    errors, query_sds = [], []
+    for seed in range(6):
+        model = _fit(train, adult_schema, seed=seed)
+        assert model.budget_["n_rows_dp"] == pytest.approx(model.total_)
+        assert model.row_count_ == round(model.total_) and len(model.sample(seed=0)) == model.row_count_
+        errors.append(model.total_ - len(train))
+        query_sds.append(next(e.params["sigma"] for e in model.ledger_.entries if e.mechanism == "row count"))
+    assert math.sqrt(np.mean(np.square(errors))) < 0.4 * np.mean(query_sds), (errors, query_sds)
+    model.save(tmp_path / "m.dpsynth")
+    assert load_model(tmp_path / "m.dpsynth").row_count_ == model.row_count_

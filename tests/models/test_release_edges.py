@@ -109,7 +109,7 @@ def test_cli_fit_prints_no_private_value(tmp_path):
 def test_sample_defaults_to_the_dp_row_count():
     frame = _crafted()
     model = get_model_class("marginals")().fit(frame, epsilon=1.0, delta=1e-5, schema=_schema(), seed=4)
-    assert model.row_count_ == round(model.metadata_.n_rows)
+    assert model.row_count_ == round(model.total_)  # the metadata's count pooled with the model's own histograms
     assert model.row_count_ != N  # seeded: the noisy count differs from the exact one
     assert len(model.sample(seed=0)) == model.row_count_
     assert abs(model.row_count_ - N) < 6 * model.metadata_.sigma
