@@ -12,6 +12,12 @@ and longitudes of -988. Per table and model, each fitted as ``dpsynth fit FILE.c
 Run it on two commits to compare::
 
     DPSYNTH_DATA=../shared/datasets python benchmarks/out_of_range.py --tables housing,king --models batch-aim,marginals
+
+A table ending in ``.csv`` is a file of yours, fitted whole (no split); statsmodels' co2 series, for instance
+(README "A zoom's window holds rows as a block")::
+
+    python -c "import statsmodels.api as sm; sm.datasets.co2.load_pandas().data.to_csv('co2.csv', index=False)"
+    python benchmarks/out_of_range.py --tables co2.csv --models mst,aim,batch-aim,marginals
 """
 
 from __future__ import annotations
@@ -39,8 +45,13 @@ def outside_shares(real: pd.DataFrame, synthetic: pd.DataFrame) -> dict[str, flo
 def run(table: str, model: str, epsilon: float, seed: int, folder: Path) -> dict[str, float]:
     from dpsynth.models import get_model_class
 
-    train, _ = load_split(table, seed)
-    text, typed = as_csv_reads(train, folder, f"{table}-{seed}")
+    if table.endswith(".csv"):
+        from dpsynth._io import read_table
+
+        train = read_table(table)  # a file of yours: every row
+    else:
+        train, _ = load_split(table, seed)
+    text, typed = as_csv_reads(train, folder, f"{Path(table).stem}-{seed}")
     fitted = get_model_class(model)()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -61,7 +72,8 @@ def main() -> None:
             for model in args.models.split(","):
                 runs = pd.DataFrame([run(table, model, args.epsilon, seed, Path(tmp)) for seed in range(args.seeds)])
                 per_column = runs.mean()
-                print(f"{table:10}{model:12}{per_column.mean():>9.4f}  {per_column.idxmax()} {per_column.max():.4f}",
+                print(f"{Path(table).stem:10}{model:12}{per_column.mean():>9.4f}  {per_column.idxmax()} "
+                      f"{per_column.max():.4f}",
                       flush=True)
 
 
