@@ -39,6 +39,10 @@ def test_fit_sample_info(small_csv, tmp_path, adult_schema):
     assert result.returncode == 0
     info = json.loads(result.stdout)
     assert info["model"] == "marginals" and 0 < info["ledger"]["epsilon"] <= 1
+    from dpsynth.models import load_model
+
+    assert info["n_rows_dp"] == load_model(model_path).row_count_  # the count `sample` draws without -n
+    assert f"DP row count: {info['n_rows_dp']:,} (a DP estimate" in _run("info", str(model_path)).stdout
 
 
 def test_fit_without_a_schema_takes_a_declared_target(small_csv, tmp_path):
@@ -262,6 +266,9 @@ def test_deep_models_fit_sample_info_through_the_cli(name, small_csv, tmp_path, 
     assert main(["info", str(model_path), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["model"] == name and 0 < info["ledger"]["epsilon"] <= 1
+    from dpsynth.models import load_model
+
+    assert info["n_rows_dp"] == load_model(model_path).row_count_
     assert main(["fit", str(small_csv), "--model", name, "--epsilon", "1", "--param", "no_such_knob=1", "--out",
                  str(tmp_path / "x.dpsynth"), "--quiet"]) == 2
     assert not (tmp_path / "x.dpsynth").exists()

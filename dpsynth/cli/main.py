@@ -456,9 +456,11 @@ def _cmd_info(args) -> int:
 
     header = read_model_header(args.model_file)
     ledger_dict, flags = _checked_ledger(header)
+    n_rows = _dp_row_count(header)
     if args.json:
         keys = ("model", "dpsynth_version", "params", "schema", "fit")
         out = {k: header.get(k) for k in keys}
+        out["n_rows_dp"] = n_rows
         out["ledger"] = ledger_dict  # recomputed from the events, never the stored summary
         out["ledger_flags"] = flags
         print(json.dumps(out, indent=2))
@@ -477,10 +479,21 @@ def _cmd_info(args) -> int:
         noise = "secure (OpenDP: discrete Gaussian, exact selections, RDP)" if secure else "numpy"
         print(f"fit: metadata share {fit.get('metadata_share')}, public schema {fit.get('public_schema')}, "
               f"seeded {seeded}, noise {noise}")
+    if n_rows is not None:
+        print(f"DP row count: {n_rows:,} (a DP estimate; what `dpsynth sample` draws without -n)")
     print(ledger)  # recomputed from the events; includes the Gaussian-DP view (mu, separation)
     for flag in flags:
         print(f"WARNING: {flag}")
     return 0
+
+
+def _dp_row_count(header: dict) -> int | None:
+    """The row count a model file publishes (its ``row_count_``), read off the header: the budget's ``n_rows_dp``
+    (every model records the count it samples by default there), else the metadata's DP row count (older files);
+    None when neither is there."""
+    budget = (header.get("state") or {}).get("budget") or {}
+    n = budget.get("n_rows_dp", (header.get("metadata") or {}).get("n_rows"))
+    return None if n is None else max(1, int(round(float(n))))
 
 
 def _model_info(name: str, *, as_json: bool) -> int:

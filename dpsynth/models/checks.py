@@ -211,6 +211,8 @@ def _check_budget(model: Synthesizer) -> None:
     _expect(isinstance(budget, dict) and keys <= set(budget), f"budget_ must be a dict with {sorted(keys)}")
     _expect(math.isclose(float(budget["epsilon_total"]), model.ledger_.epsilon(), rel_tol=1e-9),
             "budget_['epsilon_total'] differs from the ledger's epsilon")
+    _expect(max(1, round(float(budget["n_rows_dp"]))) == model.row_count_,  # `dpsynth info` prints it as such
+            "budget_['n_rows_dp'] is not the row count the model publishes (row_count_)")
     phases = budget["phases"]
     _expect(bool(phases) and set(phases) <= set(model.phases) - {"metadata"},
             f"budget_ phases {sorted(phases)} must be the model's declared training phases {model.phases}")
