@@ -379,6 +379,27 @@ class Discretizer:
             y, var = np.append(y, float(hist.missing)), np.append(var, sigma ** 2)
         return y, np.sqrt(np.maximum(var, sigma ** 2))
 
+    def beyond_support(self, j: int, metadata: DPMetadata) -> tuple[np.ndarray, np.ndarray] | None:
+        """Masks of column ``j``'s cells that lie wholly below and wholly above its rows' support in the DP histogram
+        (:func:`support`) and at least ``TAIL_STEPS[0]`` fine bins out from it: the empty range the cut-off stretches
+        span, without the narrow tail bins :func:`_coarse_edges` keeps next to the rows for a thin real tail the noise
+        hides. None: not a numeric column, exact metadata, or no such cell. Post-processing of the DP histogram."""
+        cells = self.columns[j]
+        hist = metadata.histograms.get(cells.name)
+        if cells.kind != "numeric" or metadata.non_private or not isinstance(hist, NumericHistogram):
+            return None
+        fine = np.asarray(hist.edges, float)
+        lo, hi = support(*hist.bin_noise(float(metadata.sigma or 0.0)), fine)
+        if (lo, hi) == (0, len(fine) - 1):
+            return None
+        edges = np.asarray(cells.edges, float)
+        at = np.abs(fine[None, :] - edges[:, None]).argmin(axis=1)  # the coarse edges are fine edges: their indices
+        body = np.zeros(cells.size, dtype=bool)
+        below, above = body.copy(), body.copy()
+        below[:cells.n_bins] = at[1:] <= lo - TAIL_STEPS[0]
+        above[:cells.n_bins] = at[:-1] >= hi + TAIL_STEPS[0]
+        return (below, above) if below.any() or above.any() else None
+
     def to_dict(self) -> list[dict[str, Any]]:
         return [c.to_dict() for c in self.columns]
 

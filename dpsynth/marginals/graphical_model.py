@@ -121,6 +121,28 @@ def pooled_total(n_rows: float, n_sd: float, measurements: Sequence[Measurement]
     return max(1.0, pooled_count(estimates)[0])
 
 
+def pooled_sums(measurements: Sequence[Measurement], attribute: int, masks: Sequence[np.ndarray]
+                ) -> list[tuple[float, float] | None]:
+    """For each mask over the cells of ``attribute``: the inverse-variance pool of the measurements' unclipped noisy
+    counts of rows in those cells (each measurement holding the attribute at its own cells, the other attributes
+    summed out), as (value, sd); None when no measurement holds the attribute. Post-processing of DP outputs."""
+    out = []
+    for mask in masks:
+        mask = np.asarray(mask, dtype=bool)
+        estimates = []
+        for m in measurements:
+            if attribute not in m.clique:
+                continue
+            i = m.clique.index(attribute)
+            if m.groups is not None and m.groups[i] is not None:
+                continue
+            y = np.moveaxis(np.asarray(m.y, dtype=float), i, 0)
+            var = np.moveaxis(np.broadcast_to(np.asarray(m.sigma, dtype=float) ** 2, np.shape(m.y)), i, 0)
+            estimates.append((float(y[mask].sum()), math.sqrt(float(var[mask].sum()))))
+        out.append(pooled_count(estimates) if estimates else None)
+    return out
+
+
 def merge_cells(table: np.ndarray, groups: np.ndarray, axis: int) -> np.ndarray:
     """``table`` with the cells of ``axis`` summed into groups (``groups[cell]`` = its group): one ``reduceat``
     when the groups are runs of neighbours (0, 0, 1, 1, 2, ...), else a product with the one-hot matrix."""
@@ -618,6 +640,21 @@ class MarkovRandomField:
                 sep = self._separator(k, self._parent[k])
                 log_m = log_m - _expand(np.log(np.maximum(_sum_to(m, c, sep), 1e-300)), sep, c, self.sizes)
             self.potentials.append(log_m)
+
+    def reweight(self, attribute: int, factors: np.ndarray) -> None:
+        """Multiply the distribution by ``factors`` (one per cell of ``attribute``, >= 0, not all 0), keeping the
+        total: ``p'(x) = p(x) f(x_a) / Z``. Conditionals given the attribute are unchanged; its 1-way marginal becomes
+        ``p(a) f(a) / Z`` exactly. Post-processing of the model."""
+        factors = np.asarray(factors, dtype=float)
+        if factors.shape != (self.sizes[attribute],) or np.any(factors < 0) or not np.any(factors > 0):
+            raise InputError(f"factors must be {self.sizes[attribute]} numbers >= 0, not all 0.")
+        k = self.home((attribute,))
+        log_f = _expand(np.log(np.maximum(factors, 1e-300)), (attribute,), self.cliques[k], self.sizes)
+        self.potentials[k] = self.potentials[k] + log_f
+        if self.theta:
+            key = (attribute,)
+            self.theta[key] = self.theta.get(key, np.zeros(self.sizes[attribute])) + np.log(np.maximum(factors, 1e-300))
+        self.calibrate()
 
     # ------------------------------------------------------------------ sampling
     def sample(self, n: int, rng: np.random.Generator, *, stratified: bool = True) -> np.ndarray:

@@ -223,6 +223,7 @@ class AIM(SelectMeasureGenerate):
         if bar is not None:
             bar.close()
         model.estimate(measurements, iterations=self.iterations, tol=_FINAL_TOL)
+        self._empty_range_at_pooled_counts(model, measurements)
         self.model_, self.selected_ = model, [q.clique for q in selected]
         settings = {"mechanism": "aim", "rho": json_number(rho), "rounds": round_no, "workload": len(candidates),
                     "target": self.target or None, "max_bins": self.max_bins, "coarse_bins": self.coarse_bins,

@@ -81,6 +81,7 @@ class MST(SelectMeasureGenerate):
         two_way = [measure(self._counts, e, sigma_2, ledger=ledger, phase=PHASE, names=names, rng=rng) for e in edges]
         self.model_ = MarkovRandomField(sizes, [(j,) for j in range(d)] + edges, self._total(own + two_way))
         self.model_.estimate(one_way + two_way, iterations=self.iterations)
+        self._empty_range_at_pooled_counts(self.model_, one_way + two_way)
         self.selected_ = edges
         settings = {"mechanism": "mst", "rho": json_number(rho), "sigma_one_way": json_number(sigma_1),
                     "epsilon_select": json_number(eps_select), "sigma_two_way": json_number(sigma_2),

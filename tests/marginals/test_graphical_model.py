@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from dpsynth.errors import InputError
-from dpsynth.marginals.graphical_model import MarkovRandomField, Measurement, junction_tree, pooled_total, tree_size
+from dpsynth.marginals.graphical_model import (
+    MarkovRandomField,
+    Measurement,
+    junction_tree,
+    pooled_sums,
+    pooled_total,
+    tree_size,
+)
 
 
 def _brute_force(model: MarkovRandomField) -> np.ndarray:
@@ -436,3 +443,50 @@ def test_pooled_total_weighs_the_row_count_and_each_table_by_its_inverse_varianc
     expected_sd = 1.0 / math.sqrt(1 / n_sd ** 2 + 3 / (4 * sd ** 2))  # 44.7 against the row count's 120
     assert abs(draws.mean() - n) < 4 * expected_sd / math.sqrt(len(draws))
     assert draws.std() == pytest.approx(expected_sd, rel=0.06)
+
+
+@pytest.mark.parametrize("attribute", [0, 1, 3])
+def test_reweight_sets_one_attributes_marginal_and_keeps_every_conditional(attribute):
+    """``p'(x) = p(x) f(x_a) / Z``, brute force: the attribute's 1-way is ``p(a) f(a)`` rescaled to the total, every
+    clique marginal is the reweighted joint's (so every conditional given the attribute is kept), the total is kept;
+    factors of the wrong length, negative or all 0 are refused."""
+    rng = np.random.default_rng(3)
+    sizes = [3, 2, 4, 3]
+    model = MarkovRandomField(sizes, [(0, 1), (1, 2), (2, 3)], total=500.0)
+    model.potentials = [rng.normal(size=p.shape) for p in model.potentials]
+    model.calibrate()
+    joint = _brute_force(model)
+    factors = rng.uniform(0.0, 2.0, sizes[attribute])
+    factors[0] = 0.0  # a cell emptied
+    model.reweight(attribute, factors)
+    shape = [sizes[a] if a == attribute else 1 for a in range(4)]
+    expected = joint * factors.reshape(shape)
+    expected *= 500.0 / expected.sum()
+    for clique, marginal in zip(model.cliques, model.marginals):
+        np.testing.assert_allclose(marginal, _marginal(expected, clique), rtol=1e-9, atol=1e-9)
+    one = model.project((attribute,))
+    np.testing.assert_allclose(one, _marginal(joint, (attribute,)) * factors * 500.0
+                               / float((_marginal(joint, (attribute,)) * factors).sum()), rtol=1e-9, atol=1e-9)
+    assert one[0] == pytest.approx(0.0, abs=1e-9) and one.sum() == pytest.approx(500.0)
+    for bad in (np.ones(sizes[attribute] + 1), -np.ones(sizes[attribute]), np.zeros(sizes[attribute])):
+        with pytest.raises(InputError, match="factors"):
+            model.reweight(attribute, bad)
+
+
+def test_pooled_sums_pool_every_table_holding_the_attribute_by_inverse_variance():
+    """Known answers: a 1-way table and a pair (per-cell noise) pooled over a mask of the attribute's cells, the other
+    attributes summed out unclipped; a table that merges the attribute's cells is left out, one merging another
+    attribute's is kept; no table holding the attribute gives None."""
+    one = Measurement((1,), np.array([10.0, -4.0, 50.0]), 2.0)  # mask [1, 1, 0]: 6, variance 8
+    pair = Measurement((0, 1), np.array([[1.0, 2.0, 9.0], [3.0, -1.0, 9.0]]),
+                       np.array([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]))
+    # mask sums: 1 + 2 + 3 - 1 = 5, variance 1 + 1 + 4 + 4 = 10
+    coarse_own = Measurement((1,), np.array([6.0, 50.0]), 1.0, (np.array([0, 0, 1]),))  # merges the attribute: out
+    coarse_other = Measurement((0, 1), np.array([[4.0, 1.0, 18.0]]), 1.0, (np.array([0, 0]), None))  # 5, variance 2
+    mask, empty = np.array([True, True, False]), np.array([False, False, False])
+    (value, sd), nothing = pooled_sums([one, pair, coarse_own, coarse_other], 1, [mask, empty])
+    weights = np.array([1 / 8, 1 / 10, 1 / 2])
+    assert value == pytest.approx(float(np.dot(weights, [6.0, 5.0, 5.0]) / weights.sum()))
+    assert sd == pytest.approx(1 / math.sqrt(weights.sum()))
+    assert nothing[0] == pytest.approx(0.0)
+    assert pooled_sums([pair], 2, [mask]) == [None]
