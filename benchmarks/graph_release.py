@@ -13,7 +13,7 @@ replacement, no amplification) — is run ``--reps`` times; the table gives mean
 - ``s``: seconds per release;
 
 with NumPy's Laplace noise, or with ``--noise secure`` OpenDP's discrete Laplace (``--noise numpy,secure``: both,
-one row each; the DP-GAN refuses secure noise and is listed with its reason).
+one row each; the DP-GAN's secure noise is its DP-SGD noise from the cryptographic generator).
 
 Methods are grouped by neighbouring relation: compare within a group. Picking the best ``theta`` by its error on
 the private graph is itself a data-dependent choice (not DP); the grid is printed whole for that reason, beside

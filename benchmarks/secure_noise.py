@@ -1,11 +1,13 @@
-"""What secure noise costs: the count-based models fitted with NumPy's noise and with OpenDP's (``noise="secure"``).
+"""What secure noise costs: models fitted with the default noise and with ``noise="secure"`` (OpenDP's count noise
+and selections; the training models' noise and Poisson batches from the system's cryptographic generator).
 
 For each model, schema mode and noise, on the official Adult split at the given epsilon (delta = 1e-5), fit, sample
 the DP row count and print the mean ± std over seeds of
 
-- ``fit_s``: fit time (OpenDP's exact samplers draw each noisy cell and selection one by one);
+- ``fit_s``: fit time (OpenDP's exact samplers draw each noisy cell and selection one by one; a DP-SGD step's noise
+  is four Box-Muller normals a coordinate from ``os.urandom``);
 - ``eps``: the ledger's epsilon (secure fits compose by RDP only: for ``marginals``, whose ledger is all Gaussian,
-  the PLD accountant's gain is given up, so its noise is a little larger at the same target);
+  and for DP-SGD, the PLD accountant's gain is given up, so the noise is a little larger at the same target);
 - ``xgb_auc``, ``xgb_acc``: XGBoost trained on the synthetic rows, tested on adult.test;
 - ``tvd2``: mean 2-way TVD at the real deciles (``adult_quality.marginal_tvd``);
 
@@ -15,6 +17,7 @@ with ``--schema public`` (the shipped schema: only the row count and the histogr
 Example::
 
     python benchmarks/secure_noise.py --models marginals,mst,aim,batch-aim --seeds 0,1,2
+    python benchmarks/secure_noise.py --models dp-tldm,dp-auto-gan,dp-vae,pate-gan,dp-syn --schema public
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ seeds: [0, 1, 2]
 schema: public                    # public: the shipped (or inferred, taken as public) schema; none: DP discovery
 dtypes: public                    # with schema none: private reads every cell as text, as `dpsynth fit FILE.csv`
 declare_target: false             # with schema none: true tells the fit the dataset's target (`dpsynth fit --target`)
-noise: numpy                      # secure: OpenDP's samplers, as `dpsynth fit --noise secure` (count-based models)
+noise: numpy                      # secure: the secure samplers, as `dpsynth fit --noise secure` (dpsynth's DP models)
 rows: 0                           # 0: every training row; n: the first n of the (seeded) shuffled training split
 metrics: [similarity, unsupervised, ml_efficacy]    # groups of dpsynth.evaluate
 eval_seeds: [0]                   # model seeds of the ML-efficacy classifiers
@@ -308,8 +308,8 @@ def parse_spec(data: Any, *, base: str | Path = ".") -> BenchSpec:
         covered = secure_noise_models()  # no peer is: their noise is their library's
         for run in kept:
             if not math.isinf(run.epsilon) and run.model not in covered:
-                raise InputError(f"spec.noise: secure covers the count-based models ({', '.join(covered)}); "
-                                 f"{run.model} draws its noise inside its training. Found noise: secure.")
+                raise InputError(f"spec.noise: secure covers dpsynth's DP models; {run.model} draws its noise in "
+                                 "its own library. Found noise: secure.")
     if not kept:
         raise InputError("spec.epsilons: every model of the spec is non-private and every epsilon finite; add inf.")
     return BenchSpec(str(data.get("name", "benchmark")), kept, limits, non_private_left_out=len(runs) - len(kept))

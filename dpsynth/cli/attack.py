@@ -82,8 +82,8 @@ def add_parsers(subparsers) -> None:
                    help="use the model's small fast_params (a quick check of the code path, not of the release setup)")
     p.add_argument("--alpha", type=float, default=0.05, help="1 - confidence of the lower bound")
     p.add_argument("--noise", choices=["numpy", "secure"], default="numpy",
-                   help="the fits' noise: 'secure' audits OpenDP's samplers, as `dpsynth fit --noise secure` draws "
-                        "them (the count-based models)")
+                   help="the fits' noise: 'secure' audits the secure samplers (OpenDP's counts, the cryptographic "
+                        "generator's training noise), as `dpsynth fit --noise secure` draws them")
     p.add_argument("--json", help="write the audit as JSON here")
     _executor_args(p)
     p.set_defaults(func=run_audit)

@@ -44,8 +44,8 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="random seed of the noise and of the synthetic graph")
     p.add_argument("--noise", choices=["numpy", "secure"], default="numpy",
                    help="'secure': discrete Laplace noise drawn by OpenDP from the system's cryptographic generator "
-                   "(the Laplace methods; pip install 'dpsynth[secure]'); 'numpy' (default): NumPy's seedable "
-                   "float sampler")
+                   "(the Laplace methods; node-dp-poster-gan: its DP-SGD noise from that generator; pip install "
+                   "'dpsynth[secure]'); 'numpy' (default): NumPy's and torch's seedable float samplers")
     p.add_argument("--out", required=True, metavar="RELEASE_JSON", help="where to write the release (JSON)")
     p.add_argument("--graph-out", metavar="EDGES", help="write a synthetic graph's edge list here (CSV/Parquet)")
     p.add_argument("--graph-model", default="configuration", choices=["configuration", "chung-lu"])

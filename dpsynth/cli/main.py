@@ -121,9 +121,10 @@ def _add_fit(sub) -> None:
                    "(default for CSV/TSV, whose types pandas would infer from the values); 'public' trusts the "
                    "file's column types (default for Parquet and the bundled datasets)")
     p.add_argument("--noise", choices=["numpy", "secure"], default="numpy",
-                   help="'secure': discrete Gaussian counts and exact selections drawn by OpenDP from the system's "
-                   "cryptographic generator, composed by RDP (the count-based models: marginals, mst, aim, "
-                   "batch-aim; pip install 'dpsynth[secure]'); 'numpy' (default): NumPy's seedable float samplers")
+                   help="'secure': discrete Gaussian counts and exact selections drawn by OpenDP, and the training "
+                   "models' noise and Poisson batches (DP-SGD, PATE, DP-EM) from the system's cryptographic "
+                   "generator, composed by RDP (every DP model; pip install 'dpsynth[secure]'); 'numpy' (default): "
+                   "NumPy's and torch's seedable float samplers")
     p.add_argument("--out", required=True, help="model file to write")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_fit)
@@ -474,9 +475,10 @@ def _cmd_info(args) -> int:
     fit = header.get("fit") or {}
     if fit:
         secure = fit.get("noise") == "secure"
-        seeded = ("yes (post-processing only: OpenDP's noise is not seeded)" if secure else
+        seeded = ("yes (post-processing only: the secure noise is not seeded)" if secure else
                   "yes: the noise is reproducible from that seed, keep it secret") if fit.get("seeded") else "no"
-        noise = "secure (OpenDP: discrete Gaussian, exact selections, RDP)" if secure else "numpy"
+        noise = ("secure (OpenDP: discrete Gaussian counts, exact selections; training noise and batches from the "
+                 "system's cryptographic generator; RDP)" if secure else "numpy")
         print(f"fit: metadata share {fit.get('metadata_share')}, public schema {fit.get('public_schema')}, "
               f"seeded {seeded}, noise {noise}")
     if n_rows is not None:
@@ -516,7 +518,7 @@ def _model_info(name: str, *, as_json: bool) -> int:
         return 0
     print(f"model: {cls.name} ({cls.__module__}.{cls.__qualname__})")
     print(f"ledger phases: {', '.join(cls.phases)}; default metadata share {cls.default_metadata_share}; "
-          f"--noise secure {'supported' if cls.secure_noise else 'not supported (noise drawn inside training)'}")
+          f"--noise secure {'supported' if cls.secure_noise else 'not supported (noise of its own)'}")
     print("hyper-parameters (--param KEY=VALUE, the value read as JSON), with their defaults:")
     width = max((len(key) for key in params), default=0)
     for key, default in params.items():

@@ -51,7 +51,8 @@ epsilon-DP; ``epsilon = inf`` releases the exact statistic and records a non-pri
 ``noise="secure"`` (:mod:`dpsynth.privacy.secure_noise`) every statistic here is an integer vector of integer L1
 sensitivity, and gets **discrete Laplace** noise ``P(x) ~ exp(-|x| / scale)`` drawn by OpenDP from the system's
 cryptographic generator (the same ``sensitivity / scale`` pure DP), recorded as ``DiscreteLaplaceDpEvent(1 / scale,
-sensitivity)`` and composed by PLD; ``node-dp-poster-gan`` (DP-SGD in torch) refuses it.
+sensitivity)`` and composed by PLD; ``node-dp-poster-gan`` then draws its DP-SGD noise from the cryptographic
+generator (:func:`dpsynth.privacy.secure_noise.secure_normal`; continuous Gaussians, which PLD composes exactly).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ from dp_accounting import dp_event
 from dpsynth.errors import InputError
 from dpsynth.graphs.methods import DEFAULT_THETA, METHODS
 from dpsynth.privacy.ledger import PrivacyLedger
-from dpsynth.privacy.secure_noise import check_noise, discrete_laplace
+from dpsynth.privacy.secure_noise import check_noise, discrete_laplace, use_noise
 
 __all__ = ["METHODS", "DegreeRelease", "release_degrees", "project_max_degree", "degree_array", "node_order"]
 
@@ -176,9 +177,6 @@ def release_degrees(graph, *, epsilon: float, method: str = "node-dp-cumulative"
     if method not in METHODS:
         raise InputError(f"method must be one of {', '.join(METHODS)}. Found {method!r}.")
     check_noise(noise)
-    if noise == "secure" and method == "node-dp-poster-gan":
-        raise InputError("noise='secure' covers the Laplace releases (edge-dp-sequence, node-dp-projection, "
-                         "node-dp-cumulative). Found method 'node-dp-poster-gan', whose DP-SGD noise torch draws.")
     if not (epsilon > 0):
         raise InputError(f"epsilon must be > 0. Found {epsilon}.")
     histogram_method = method in ("node-dp-projection", "node-dp-cumulative")
@@ -205,7 +203,8 @@ def release_degrees(graph, *, epsilon: float, method: str = "node-dp-cumulative"
 
         order = sorted(node_order(graph), key=node_order(graph).get)
         adjacency = nx.to_numpy_array(graph, nodelist=order, weight=None)
-        histogram, used = poster_gan_histogram(adjacency, ledger, rng, **(gan_params or {}))
+        with use_noise(noise):  # secure: the DP-SGD noise from the cryptographic generator (PLD: continuous)
+            histogram, used = poster_gan_histogram(adjacency, ledger, rng, **(gan_params or {}))
         return DegreeRelease(method, METHODS[method], float(epsilon), float(delta), _trim(histogram), used, ledger)
     if gan_params:
         raise InputError(f"gan_params apply to node-dp-poster-gan only. Found method {method!r}.")

@@ -51,13 +51,16 @@ def permuted_adjacency_rows(adjacency: np.ndarray, rows: int, rng: np.random.Gen
 def privatize_batch_gradient(grads, clip: float, noise_multiplier: float, generator) -> None:
     """In place: scale the gradient tensors ``grads`` (together, one vector) to L2 norm at most ``clip``, then add
     N(0, (2 clip z)^2) to every coordinate: the Gaussian mechanism for a vector whose value on any two batches
-    differs by at most ``2 clip`` (module docstring)."""
+    differs by at most ``2 clip`` (module docstring). The noise is DP-SGD's draw (the cryptographic generator's
+    under ``noise="secure"``)."""
     import torch
+
+    from dpsynth.privacy.dpsgd import gaussian_noise
 
     norm = torch.sqrt(sum((g ** 2).sum() for g in grads))
     factor = min(1.0, clip / (float(norm) + 1e-12))
     for g in grads:
-        g.mul_(factor).add_(torch.randn(g.shape, generator=generator) * (2 * clip * noise_multiplier))
+        g.mul_(factor).add_(gaussian_noise(g.shape, 2 * clip * noise_multiplier, generator).to(g.dtype))
 
 
 def _degree_histograms(edge_rows: np.ndarray, n: int) -> np.ndarray:

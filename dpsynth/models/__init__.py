@@ -79,9 +79,11 @@ def available_models() -> list[str]:
 
 
 def secure_noise_models() -> list[str]:
-    """The models that can fit with ``noise="secure"`` (class flag ``secure_noise``: every mechanism a count query or
-    a selection; imports every model module)."""
-    return [name for name in available_models() if get_model_class(name).secure_noise]
+    """The DP models that can fit with ``noise="secure"`` (class flag ``secure_noise``: every mechanism one that
+    :mod:`dpsynth.privacy.secure_noise` covers; a non-private baseline draws no noise at all). Imports every model
+    module."""
+    return [name for name in available_models()
+            if get_model_class(name).secure_noise and get_model_class(name).supports_dp]
 
 
 def model_phases(name: str) -> tuple[str, ...]:

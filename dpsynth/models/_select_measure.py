@@ -25,7 +25,6 @@ class SelectMeasureGenerate(Synthesizer):
     Spark DataFrame (with ``backend="duckdb"`` / ``"spark"`` and a public schema), counted where the rows live."""
 
     reads_tables = True
-    secure_noise = True  # every mechanism: a Gaussian count table or an exponential-mechanism selection
 
     def _check_params(self) -> None:
         if self.backend not in BACKENDS:

@@ -86,9 +86,10 @@ class Synthesizer(ABC):
     default_metadata_share: ClassVar[float] = DEFAULT_METADATA_SHARE
     #: whether ``fit`` also takes a file path or a Spark DataFrame, counted by an SQL engine (never loaded)
     reads_tables: ClassVar[bool] = False
-    #: whether ``fit(..., noise="secure")`` covers every mechanism of the model (count queries and selections
-    #: only: :mod:`dpsynth.privacy.secure_noise`); DP-SGD's noise is drawn by torch
-    secure_noise: ClassVar[bool] = False
+    #: whether ``fit(..., noise="secure")`` covers every mechanism of the model (:mod:`dpsynth.privacy.secure_noise`:
+    #: OpenDP for count queries and selections, the cryptographic generator for DP-SGD, the sanitizer, PATE and
+    #: DP-EM): true of every mechanism in :mod:`dpsynth.privacy`; a model that draws DP noise of its own sets False
+    secure_noise: ClassVar[bool] = True
     #: hyper-parameters small enough for the contract suite and smoke tests (seconds on Adult slices)
     fast_params: ClassVar[dict[str, Any]] = {}
     #: old hyper-parameter name -> new name (None: a training-only setting that no longer exists), so that model
@@ -162,9 +163,9 @@ class Synthesizer(ABC):
         if noise == "secure" and not cls.secure_noise and not non_private:
             from dpsynth.models import secure_noise_models
 
-            raise InputError(f"noise='secure' covers the models whose every mechanism is a count query or a selection "
-                             f"({', '.join(secure_noise_models())}). Found model '{cls.name}', whose noise is drawn "
-                             "inside its training.")
+            raise InputError(f"noise='secure' covers the models whose every mechanism is one of dpsynth.privacy's "
+                             f"({', '.join(secure_noise_models())}). Found model '{cls.name}', which draws noise of "
+                             "its own.")
 
     # ------------------------------------------------------------------ fit
     def fit(

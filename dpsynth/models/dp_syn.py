@@ -51,6 +51,7 @@ from dpsynth.models.base import Synthesizer
 from dpsynth.models.networks.autoencoder import Decoder, Encoder, reconstruction_loss
 from dpsynth.models.phase import DPPhase, budget_summary, choose_width, json_number
 from dpsynth.privacy.mechanisms import calibrate_gaussian_queries
+from dpsynth.privacy.secure_noise import noise_mode, secure_normal
 
 __all__ = ["DPSYN", "RoutedAutoencoder", "em_statistics", "release_statistics"]
 
@@ -117,6 +118,8 @@ def release_statistics(stats: torch.Tensor, *, sigma: float, ledger, generator: 
     scale = float(sigma) * EM_SENSITIVITY
     ledger.spend(dp_event.GaussianDpEvent(float(sigma)), phase="em", mechanism="dp-em sufficient statistics",
                  noise_scale=scale)
+    if noise_mode() == "secure":  # the cryptographic generator's normals (dpsynth.privacy.secure_noise)
+        return stats + torch.from_numpy(secure_normal(tuple(stats.shape), scale)).to(stats.dtype)
     return stats + scale * torch.randn(stats.shape, generator=generator, dtype=stats.dtype)
 
 

@@ -42,7 +42,6 @@ class Marginals(Synthesizer):
 
     name = "marginals"
     reads_tables = True  # fit(path, backend="duckdb"): the histograms are counted where the rows live
-    secure_noise = True  # every mechanism: a Gaussian count query
     phases = ("metadata", "marginals")
 
     def __init__(self, *, reuse_metadata: bool = True, backend: str = "numpy"):

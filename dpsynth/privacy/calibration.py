@@ -103,6 +103,11 @@ class LedgerComposition(privacy_accountant.PrivacyAccountant):
         return epsilon_of(self._pairs, target_delta, extra_delta=self._extra_delta, accountant=self._accountant)
 
 
+def _ledger_accountant(ledger: PrivacyLedger | None, accountant: Accountant) -> Accountant:
+    """The accountant a calibration against ``ledger`` uses: RDP where the ledger composes by RDP only."""
+    return "rdp" if ledger is not None and ledger.accountant == "rdp" else accountant
+
+
 def calibrate_noise(
     *,
     target_epsilon: float,
@@ -125,7 +130,11 @@ def calibrate_noise(
 
     ``mechanism``: the event of one step as a function of sigma, replacing the Poisson-subsampled Gaussian (e.g.
     :meth:`dpsynth.privacy.sanitizer.SanitizerConfig.event` of a sanitized generator step); ``sample_rate`` is then
-    only checked, and ``weights`` is not allowed."""
+    only checked, and ``weights`` is not allowed.
+
+    A ``ledger`` that composes by RDP only (secure noise) is calibrated against by RDP whatever ``accountant`` says:
+    a sigma that met the target only under PLD would be refused by that ledger."""
+    accountant = _ledger_accountant(ledger, accountant)
     if mechanism is not None and weights is not None:
         raise InputError("calibrate_noise takes weights or mechanism, not both.")
     if weights is not None:
@@ -184,7 +193,9 @@ def calibrate_steps(
     ledger: PrivacyLedger | None = None,
     max_steps: int = 10**7,
 ) -> int:
-    """Largest number of steps (<= ``max_steps``) whose composed epsilon is <= ``target_epsilon`` (0 if none)."""
+    """Largest number of steps (<= ``max_steps``) whose composed epsilon is <= ``target_epsilon`` (0 if none; an
+    RDP-only ``ledger`` is met by RDP, as in :func:`calibrate_noise`)."""
+    accountant = _ledger_accountant(ledger, accountant)
     _check(sample_rate, delta, None, target_epsilon)
     if noise_multiplier <= 0:
         raise InputError(f"noise_multiplier must be > 0. Found {noise_multiplier!r}.")

@@ -49,6 +49,7 @@ from dpsynth.privacy.ghost import GhostClipper, GhostUnsupported, ghost_applicab
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.per_example import clip_and_sum, clip_factors, clipped_sum, functional_loss, per_example_grads
 from dpsynth.privacy.sampling import PoissonSampler
+from dpsynth.privacy.secure_noise import noise_mode, secure_normal
 
 __all__ = ["DPSGDConfig", "DPSGD", "validate_module", "CLIPPING_MODES", "PER_EXAMPLE_METHODS",
            "per_example_method"]
@@ -144,6 +145,10 @@ def validate_module(module: nn.Module) -> None:
 
 
 def gaussian_noise(shape: torch.Size, std: float, generator: torch.Generator) -> torch.Tensor:
+    """N(0, std^2) per coordinate in torch's default dtype: from ``generator``, or under ``noise="secure"`` from the
+    operating system's cryptographic generator (:func:`dpsynth.privacy.secure_noise.secure_normal`)."""
+    if noise_mode() == "secure":
+        return torch.from_numpy(secure_normal(tuple(shape), std)).to(torch.get_default_dtype())
     return torch.normal(0.0, std, size=shape, generator=generator)
 
 

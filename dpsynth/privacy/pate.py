@@ -18,6 +18,12 @@ Soft votes (``noisy_vote_sum``): each teacher answers a query with a score in [0
 is real) and the release is the sum of the scores plus Gaussian noise of std s. One record changes one teacher, hence
 one score, by at most 1: L2 sensitivity 1, ``GaussianDpEvent(s)`` per query. Scores clipped to [0, 1] before the sum
 (the sensitivity holds whatever a teacher outputs).
+
+Under ``noise="secure"`` (:mod:`dpsynth.privacy.secure_noise`) the Gaussian argmax adds OpenDP's discrete Gaussian
+of the same std to the integer vote counts (zCDP ``2 / (2 s^2)`` at L2 sensitivity sqrt(2), the continuous curve:
+the recorded event stands) and breaks ties between classes uniformly at random; the soft vote sums add the
+cryptographic generator's normals. The Laplace argmax is refused there (its discrete twin's RDP curve is not the
+recorded event's).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from dp_accounting import dp_event
 
 from dpsynth.errors import BudgetExceededError, InputError, PrivacyError
 from dpsynth.privacy.ledger import PrivacyLedger, StepAllowance
+from dpsynth.privacy.secure_noise import discrete_gaussian, noise_mode, secure_normal, secure_uniform
 
 __all__ = ["teacher_partition", "teacher_votes", "pate_event", "noisy_argmax", "noisy_vote_sum", "L1_SENSITIVITY",
            "L2_SENSITIVITY"]
@@ -83,8 +90,16 @@ def noisy_argmax(
     if votes.dim() != 2:
         raise InputError(f"votes must be (n_queries, n_classes). Found shape {tuple(votes.shape)}.")
     event = pate_event(mechanism, noise_scale)
+    secure = noise_mode() == "secure"
+    if secure and mechanism != "gaussian":
+        raise InputError("noise='secure' answers PATE's queries with the Gaussian noisy argmax (discrete Gaussian "
+                         f"votes). Found mechanism={mechanism!r}.")
     n_queries = int(votes.shape[0])
     _charge(ledger, event, n_queries, phase=phase, mechanism=f"pate-{mechanism}-argmax", noise_scale=noise_scale)
+    if secure:
+        noisy = discrete_gaussian(votes.detach().to(torch.float64).numpy(), noise_scale)
+        # integer noisy counts can tie: a uniform offset in [0, 1/2) breaks ties at random, keeps every strict order
+        return torch.from_numpy(noisy + 0.5 * secure_uniform(noisy.size).reshape(noisy.shape)).argmax(dim=1)
     if mechanism == "laplace":
         # Laplace(0, b) = b * (Exp(1) - Exp(1)), drawn from the seeded generator
         e1 = torch.empty(votes.shape, dtype=torch.float64).exponential_(1.0, generator=generator)
@@ -114,6 +129,8 @@ def noisy_vote_sum(
     _charge(ledger, dp_event.GaussianDpEvent(noise_scale), n_queries, phase=phase, mechanism="pate-gaussian-vote-sum",
             noise_scale=noise_scale)
     total = scores.detach().to(torch.float64).clamp(0.0, 1.0).sum(0)
+    if noise_mode() == "secure":
+        return total + torch.from_numpy(secure_normal(tuple(total.shape), noise_scale))
     return total + torch.normal(0.0, noise_scale, size=total.shape, generator=generator, dtype=torch.float64)
 
 

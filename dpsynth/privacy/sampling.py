@@ -26,6 +26,7 @@ import torch
 from dp_accounting import dp_event
 
 from dpsynth.errors import InputError, PrivacyError
+from dpsynth.privacy.secure_noise import noise_mode, secure_poisson_indices
 
 __all__ = ["PoissonSampler", "ShuffleSampler", "PROVEN_SHUFFLE_ACCOUNTANTS", "uniform_subset", "DENSE_RATE"]
 
@@ -103,7 +104,11 @@ class PoissonSampler:
         O(batch) instead of O(n) (one uniform per index: 23 ms a step at a million rows, and the number of steps
         grows with n): the batch size K ~ Binomial(n, q), then a uniform K-subset of ``range(n)``. That is the same
         distribution - under Poisson sampling the size is Binomial(n, q) and, given its size, every subset is
-        equally likely - so the accountant's event is unchanged (tested: sizes, inclusion rates, pairs)."""
+        equally likely - so the accountant's event is unchanged (tested: sizes, inclusion rates, pairs). Under
+        ``noise="secure"`` the batch comes from the operating system's cryptographic generator instead
+        (:func:`dpsynth.privacy.secure_noise.secure_poisson_indices`): amplification assumes a secret batch."""
+        if noise_mode() == "secure":
+            return torch.from_numpy(secure_poisson_indices(self.n, self.sample_rate))
         if self.sample_rate > DENSE_RATE:
             mask = torch.rand(self.n, generator=self.generator) < self.sample_rate
             return mask.nonzero().squeeze(1)

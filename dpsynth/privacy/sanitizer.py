@@ -39,6 +39,7 @@ from dpsynth.errors import InputError, PrivacyError
 from dpsynth.privacy.dpsgd import gaussian_noise  # the one noise draw of DP-SGD and the sanitizer (tests swap it)
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.per_example import clip_factors, zero_rows
+from dpsynth.privacy.secure_noise import noise_mode, secure_integers
 
 __all__ = ["GradientSanitizer", "SanitizerConfig"]
 
@@ -140,11 +141,13 @@ class GradientSanitizer:
 
     @staticmethod
     def shard_assignment(n_rows: int, n_shards: int, generator: torch.Generator) -> torch.Tensor:
-        """Disjoint shards: row i belongs to shard ``out[i]``, drawn i.i.d. uniformly (fixed by the seed).
+        """Disjoint shards: row i belongs to shard ``out[i]``, drawn i.i.d. uniformly (fixed by the seed; under
+        ``noise="secure"`` by the cryptographic generator, as the shard of each step: the amplification by sampling
+        assumes both secret).
 
         Independent draws (not a balanced split) keep every other row's shard distribution unchanged when one row
         is added or removed, which the add/remove analysis needs."""
-        return torch.randint(n_shards, (n_rows,), generator=generator)
+        return _uniform_integers(n_shards, n_rows, generator)
 
     @property
     def steps_taken(self) -> int:
@@ -158,7 +161,7 @@ class GradientSanitizer:
                     return
                 self._pending = True
                 self._steps += 1
-                yield int(torch.randint(self.n_shards, (1,), generator=self.generator))
+                yield int(_uniform_integers(self.n_shards, 1, self.generator)[0])
         finally:
             self._allowance.release()  # untaken steps go back to the ledger
 
@@ -185,3 +188,10 @@ class GradientSanitizer:
         if not tensor.requires_grad:
             raise InputError("the tensor to sanitize must require grad (e.g. the generator output). Found False.")
         return tensor.register_hook(self.sanitize)
+
+
+def _uniform_integers(high: int, count: int, generator: torch.Generator) -> torch.Tensor:
+    """``count`` uniform draws of ``range(high)``: from ``generator``, or the cryptographic one under secure noise."""
+    if noise_mode() == "secure":
+        return torch.from_numpy(secure_integers(high, count))
+    return torch.randint(high, (count,), generator=generator)

@@ -25,9 +25,29 @@ The graph degree releases (:func:`dpsynth.graphs.release_degrees`, ``noise="secu
 noise (OpenDP) to their integer statistics, recorded as dp-accounting's ``DiscreteLaplaceDpEvent`` and composed by
 PLD (pure epsilon-DP; the RDP accountant does not take that event).
 
-Post-processing (the generator's sampling, decoding numbers inside their bins) keeps NumPy: it never touches the
-private rows. The fit is then not reproducible from its seed (OpenDP's noise cannot be seeded); the seed still
-drives the post-processing. Models whose training noise is in torch (DP-SGD) refuse ``noise="secure"``.
+The training-based models (DP-SGD, the sanitized generator of DTGAN_G, PATE, DP-EM, the poster DP-GAN) add
+continuous Gaussian noise to float sums (clipped gradients, soft votes, EM statistics) millions of times a fit:
+OpenDP's exact float Gaussian draws about 16,000 numbers a second on one core, hours for one DP-SGD fit. Under
+``noise="secure"`` their randomness comes instead from the operating system's cryptographic generator
+(``os.urandom``), never from a seedable stream:
+
+- :func:`secure_normal`: each N(0, std^2) entry is the sum of ``NORMAL_PARTS`` = 4 independent Box-Muller normals of
+  the same std, divided by 2 (same law). Summing normals is Holohan and Braghin's (2021) defence against the
+  floating-point attacks on a single Box-Muller draw, the one Opacus' ``secure_mode`` takes; it is a mitigation,
+  not OpenDP's exactness, which stays with the count queries above. The one exception is PATE's noisy argmax: its
+  votes are integer counts, so they get OpenDP's discrete Gaussian like every count query (a tie between classes
+  broken uniformly at random, post-processing);
+- :func:`secure_poisson_indices`: DP-SGD's Poisson batches (the accountant's amplification assumes the batch is
+  secret: a batch drawn from a known seed is not), by geometric gaps between kept indices;
+- :func:`secure_integers`: DTGAN_G's shard of each row and shard of each step (its amplification by sampling).
+
+The ledger's events do not change (a Gaussian is recorded as a Gaussian); it composes by RDP only, as above, and a
+calibration against it does too (:func:`dpsynth.privacy.calibration.calibrate_noise`), so a DP-SGD fit under secure
+noise gets the RDP accountant's noise rather than the tighter of PLD and RDP.
+
+Post-processing (the generator's sampling, decoding numbers inside their bins, a network's initial weights and
+latent draws) keeps NumPy / torch: it never touches the private rows. The fit is then not reproducible from its seed
+(the secure noise cannot be seeded); the seed still drives the post-processing.
 """
 
 from __future__ import annotations
@@ -36,6 +56,7 @@ import contextlib
 import contextvars
 import functools
 import math
+import os
 from collections.abc import Iterator
 
 import numpy as np
@@ -43,7 +64,8 @@ import numpy as np
 from dpsynth.errors import InputError, PrivacyError
 
 __all__ = ["NOISE_MODES", "noise_mode", "use_noise", "check_noise", "discrete_gaussian", "discrete_laplace",
-           "gumbel_max", "discrete_gaussian_sf", "discrete_selection_threshold", "discrete_selection_delta"]
+           "gumbel_max", "discrete_gaussian_sf", "discrete_selection_threshold", "discrete_selection_delta",
+           "secure_uniform", "secure_normal", "secure_integers", "secure_poisson_indices"]
 
 NOISE_MODES = ("numpy", "secure")
 
@@ -182,3 +204,79 @@ def discrete_selection_delta(sigma: float, threshold: float) -> float:
     """Probability that a key of true count 1 clears ``threshold`` under discrete Gaussian noise (noisy counts are
     integers, so clearing ``threshold`` is reaching ``ceil(threshold)``)."""
     return discrete_gaussian_sf(int(math.ceil(threshold)) - 1, sigma)
+
+
+# ---------------------------------------------------------------------- the training models' noise (module docstring)
+#: independent Box-Muller normals summed (and scaled back) into one secure normal draw: Holohan and Braghin (2021)
+NORMAL_PARTS = 4
+
+
+def _secure_words(count: int) -> np.ndarray:
+    """``count`` independent uniform 64-bit words from the operating system's cryptographic generator."""
+    return np.frombuffer(os.urandom(8 * int(count)), dtype=np.uint64)
+
+
+def secure_uniform(count: int) -> np.ndarray:
+    """``count`` uniforms on the grid ``{k 2^-53 : 0 <= k < 2^53}`` of [0, 1) (every float64 of that spacing equally
+    likely), from the operating system's cryptographic generator."""
+    return (_secure_words(count) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+
+
+def secure_normal(shape, std: float) -> np.ndarray:
+    """An array of ``shape`` with i.i.d. N(0, std^2) entries (float64), from the cryptographic generator: each entry
+    is ``(z_1 + ... + z_4) / 2`` for independent Box-Muller normals ``z_i ~ N(0, std^2)`` (module docstring)."""
+    std = float(std)
+    if not (std >= 0 and math.isfinite(std)):
+        raise InputError(f"the secure normal's std must be a finite number >= 0. Found {std!r}.")
+    shape = tuple(int(s) for s in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
+    n = math.prod(shape)
+    if std == 0 or n == 0:
+        return np.zeros(shape)
+    pairs = -(-n * NORMAL_PARTS // 2)  # each Box-Muller pair of uniforms gives two independent normals
+    radius = np.sqrt(-2.0 * np.log1p(-secure_uniform(pairs)))  # 1 - u in (0, 1]: the log is finite
+    angle = (2.0 * math.pi) * secure_uniform(pairs)
+    normals = np.concatenate([radius * np.cos(angle), radius * np.sin(angle)])[: n * NORMAL_PARTS]
+    return (std / math.sqrt(NORMAL_PARTS) * normals.reshape(NORMAL_PARTS, n).sum(axis=0)).reshape(shape)
+
+
+def secure_integers(high: int, count: int) -> np.ndarray:
+    """``count`` i.i.d. uniform integers of ``range(high)`` (int64) from the cryptographic generator: 64-bit words
+    reduced modulo ``high`` after rejecting the top ``2^64 mod high`` words (which would favour small values)."""
+    high, count = int(high), int(count)
+    if not 1 <= high < 2 ** 63 or count < 0:
+        raise InputError(f"secure integers need 1 <= high < 2^63 and count >= 0. Found high={high}, count={count}.")
+    limit = (2 ** 64 // high) * high  # the words below it map evenly onto range(high)
+    out = np.empty(count, dtype=np.int64)
+    filled = 0
+    while filled < count:
+        words = _secure_words(count - filled + 8)
+        if limit < 2 ** 64:
+            words = words[words < np.uint64(limit)]
+        take = min(len(words), count - filled)
+        out[filled:filled + take] = (words[:take] % np.uint64(high)).astype(np.int64)
+        filled += take
+    return out
+
+
+def secure_poisson_indices(n: int, rate: float) -> np.ndarray:
+    """Poisson subsampling of ``range(n)`` from the cryptographic generator: each index kept independently with
+    probability ``rate``; the kept indices, sorted (int64). Drawn as the geometric gaps between kept indices
+    (``P[gap >= g] = (1 - rate)^g``, ``gap = floor(log U / log(1 - rate))`` for a uniform U in (0, 1]), so it costs
+    O(n rate) draws, not one per index."""
+    n, rate = int(n), float(rate)
+    if n < 0 or not 0.0 <= rate <= 1.0:
+        raise InputError(f"Poisson subsampling needs n >= 0 and a rate in [0, 1]. Found n={n}, rate={rate!r}.")
+    if rate == 1.0:
+        return np.arange(n, dtype=np.int64)
+    if rate == 0.0 or n == 0:
+        return np.empty(0, dtype=np.int64)
+    log_keep_out = math.log1p(-rate)
+    chunks, last = [], -1  # ``last``: the position of the last index drawn (kept or, at the end, beyond n)
+    while last < n - 1:
+        expected = (n - 1 - last) * rate
+        m = int(expected + 6.0 * math.sqrt(expected) + 16)
+        gaps = np.floor(np.log1p(-secure_uniform(m)) / log_keep_out)
+        positions = last + np.cumsum(np.minimum(gaps, n) + 1.0)  # capped: no overflow, still beyond n
+        chunks.append(positions[positions < n].astype(np.int64))
+        last = int(min(positions[-1], n))
+    return np.concatenate(chunks)

@@ -55,7 +55,8 @@ SMALL = {"name": "t", "models": ["marginals"], "datasets": ["wine"], "epsilons":
     ({"declare_target": "yes", "schema": "none"}, "spec.declare_target must be true or false"),
     ({"declare_target": True}, "spec.declare_target applies without a schema"),
     ({"noise": "opendp"}, "spec.noise must be 'numpy' or 'secure'"),
-    ({"noise": "secure", "models": ["marginals", "dp-vae"]}, "spec.noise: secure covers the count-based models"),
+    ({"noise": "secure", "models": ["dp-vae", "sn-aim"], "peers": {"smartnoise": sys.executable}},
+     "spec.noise: secure covers dpsynth's DP models; sn-aim draws its noise in its own library"),
 ])
 def test_spec_errors_name_the_field(change, message, tmp_path):
     with pytest.raises(InputError) as info:

@@ -311,12 +311,11 @@ def test_secure_noise_has_the_discrete_laplaces_law_in_the_release():
     assert noise.var(ddof=1) == pytest.approx(2 * np.exp(-a) / (1 - np.exp(-a)) ** 2, rel=0.45)
 
 
-def test_secure_noise_is_refused_by_the_poster_gan_and_named_in_the_cli(tmp_path, capsys):
+def test_secure_noise_is_checked_and_named_in_the_cli(tmp_path, capsys):
+    """(The poster DP-GAN's secure DP-SGD noise: tests/privacy/test_secure_training_noise.py.)"""
     pytest.importorskip("opendp")
     from dpsynth.cli import main
 
-    with pytest.raises(InputError, match="noise='secure' covers the Laplace releases"):
-        release_degrees(nx.karate_club_graph(), epsilon=1.0, method="node-dp-poster-gan", noise="secure")
     with pytest.raises(InputError, match="noise must be one of numpy, secure"):
         release_degrees(nx.karate_club_graph(), epsilon=1.0, noise="opendp")
     out = tmp_path / "release.json"
