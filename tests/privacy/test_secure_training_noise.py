@@ -26,6 +26,8 @@ from dpsynth.privacy.secure_noise import (
     use_noise,
 )
 
+pytest.importorskip("opendp")  # use_noise("secure") needs it (the metadata's counts, PATE's votes)
+
 P_ACCEPT = 1e-6
 
 
