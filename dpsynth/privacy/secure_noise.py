@@ -45,9 +45,11 @@ The ledger's events do not change (a Gaussian is recorded as a Gaussian); it com
 calibration against it does too (:func:`dpsynth.privacy.calibration.calibrate_noise`), so a DP-SGD fit under secure
 noise gets the RDP accountant's noise rather than the tighter of PLD and RDP.
 
-Post-processing (the generator's sampling, decoding numbers inside their bins, a network's initial weights and
-latent draws) keeps NumPy / torch: it never touches the private rows. The fit is then not reproducible from its seed
-(the secure noise cannot be seeded); the seed still drives the post-processing.
+Post-processing (the generator's sampling, decoding numbers inside their bins) and the rest of training's
+randomness keep NumPy / torch and the fit's seed: initial weights, and the draws that meet the private rows inside a
+step (a mode-specific encoding's mode of each row, diffusion noise, a VAE's latents). DP-SGD's argument averages over
+those (i.i.d. per row), so they too must stay unknown to an attacker: a release leaves its seed out or keeps it
+secret. The fit is not reproducible from its seed (the secure noise cannot be seeded).
 """
 
 from __future__ import annotations
