@@ -267,7 +267,8 @@ def secure_poisson_indices(n: int, rate: float) -> np.ndarray:
     O(n rate) draws, not one per index."""
     n, rate = int(n), float(rate)
     if n < 0 or not 0.0 <= rate <= 1.0:
-        raise InputError(f"Poisson subsampling needs n >= 0 and a rate in [0, 1]. Found n={n}, rate={rate!r}.")
+        # ``n`` is the private row count: the message names the rate only (DESIGN.md section 1, rule 8)
+        raise InputError(f"Poisson subsampling needs a rate in [0, 1] and a row count >= 0. Found rate={rate!r}.")
     if rate == 1.0:
         return np.arange(n, dtype=np.int64)
     if rate == 0.0 or n == 0:

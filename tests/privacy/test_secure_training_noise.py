@@ -31,6 +31,15 @@ pytest.importorskip("opendp")  # use_noise("secure") needs it (the metadata's co
 P_ACCEPT = 1e-6
 
 
+@pytest.fixture
+def words(monkeypatch):
+    """The counts of 64-bit words each call asks of the cryptographic generator (a spy on it)."""
+    asked = []
+    real = secure_noise._secure_words
+    monkeypatch.setattr(secure_noise, "_secure_words", lambda count: asked.append(count) or real(count))
+    return asked
+
+
 def test_secure_normals_follow_the_normal_law_and_are_not_seeded():
     draws = secure_normal((400, 500), 2.5)
     assert draws.shape == (400, 500) and draws.dtype == np.float64
@@ -88,15 +97,19 @@ def test_secure_poisson_batches_keep_each_index_independently_at_the_rate(rate):
     assert np.array_equal(secure_poisson_indices(5, 1.0), np.arange(5)) and not len(secure_poisson_indices(5, 0.0))
 
 
-def test_the_dp_sgd_engine_draws_noise_and_batches_from_the_cryptographic_generator(monkeypatch):
+def test_a_bad_poisson_rate_is_refused_without_naming_the_row_count():
+    """The row count is private (DESIGN.md section 1, rule 8): the one-line error names the rate only."""
+    with pytest.raises(InputError, match="rate=1.5") as err:
+        secure_poisson_indices(32_561, 1.5)
+    assert "32561" not in str(err.value) and "32,561" not in str(err.value)
+
+
+def test_the_dp_sgd_engine_draws_noise_and_batches_from_the_cryptographic_generator(words):
     """Inside ``use_noise("secure")`` DP-SGD's noise and Poisson batches come from secure_noise (counted), never
     from the seeded torch generator; outside it, from the generator (reproducible)."""
     from dpsynth.privacy.dpsgd import gaussian_noise
     from dpsynth.privacy.sampling import PoissonSampler
 
-    words = []
-    real = secure_noise._secure_words
-    monkeypatch.setattr(secure_noise, "_secure_words", lambda count: words.append(count) or real(count))
     gen = torch.Generator().manual_seed(0)
     sampler = PoissonSampler(5_000, 0.02, steps=2, generator=gen)
     with use_noise("secure"):
@@ -156,7 +169,7 @@ TRAINING_MODELS = {  # one model per noise path: (what it draws, hyper-parameter
 
 
 @pytest.mark.parametrize("name", list(TRAINING_MODELS))
-def test_a_secure_training_fit_draws_every_noise_securely(name, adult_small, torch_noise_refused, monkeypatch,
+def test_a_secure_training_fit_draws_every_noise_securely(name, adult_small, torch_noise_refused, words,
                                                           tmp_path):
     """A fit without a schema (the metadata phase by OpenDP: integer counts) and then the model's own mechanism: no
     torch sampler of a mechanism's randomness is called, the cryptographic generator is, the ledger composes by RDP
@@ -166,9 +179,6 @@ def test_a_secure_training_fit_draws_every_noise_securely(name, adult_small, tor
     from dpsynth.models import get_model_class
     from dpsynth.models.base import Synthesizer
 
-    words = []
-    real = secure_noise._secure_words
-    monkeypatch.setattr(secure_noise, "_secure_words", lambda count: words.append(count) or real(count))
     cls = get_model_class(name)
     what, params = TRAINING_MODELS[name]
     model = cls(**{**cls.fast_params, **params})
@@ -244,14 +254,11 @@ def test_an_rdp_only_ledger_is_calibrated_by_rdp_whatever_accountant_is_asked():
         ledger("rdp").spend(steps(pld), phase="dpsgd", mechanism="steps")
 
 
-def test_the_poster_gan_trains_with_secure_noise(monkeypatch):
+def test_the_poster_gan_trains_with_secure_noise(words):
     import networkx as nx
 
     from dpsynth.graphs import release_degrees
 
-    words = []
-    real = secure_noise._secure_words
-    monkeypatch.setattr(secure_noise, "_secure_words", lambda count: words.append(count) or real(count))
     release = release_degrees(nx.karate_club_graph(), epsilon=1.0, method="node-dp-poster-gan", noise="secure",
                               seed=0, gan_params={"steps": 5})
     assert words  # the DP-SGD noise came from the cryptographic generator
