@@ -6,8 +6,8 @@ the DP row count and print the mean ± std over seeds of
 
 - ``fit_s``: fit time (OpenDP's exact samplers draw each noisy cell and selection one by one; a DP-SGD step's noise
   is four Box-Muller normals a coordinate from ``os.urandom``);
-- ``eps``: the ledger's epsilon (secure fits compose by RDP only: for ``marginals``, whose ledger is all Gaussian,
-  and for DP-SGD, the PLD accountant's gain is given up, so the noise is a little larger at the same target);
+- ``eps``: the ledger's epsilon (the counts' discrete Gaussians are recorded as such and compose by PLD as the
+  continuous ones do; until 2026-12-08 secure fits composed by RDP only, which cost DP-SGD about 9% more noise);
 - ``xgb_auc``, ``xgb_acc``: XGBoost trained on the synthetic rows, tested on adult.test;
 - ``tvd2``: mean 2-way TVD at the real deciles (``adult_quality.marginal_tvd``);
 

@@ -102,7 +102,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from dp_accounting import dp_event
 from scipy.stats import norm
 
 from dpsynth.data.frame import categorical_codes, check_frame
@@ -113,7 +112,13 @@ from dpsynth.data.text import DTYPE_MODES, infer_text_dtypes, parse_numbers
 from dpsynth.errors import InputError
 from dpsynth.privacy.calibration import calibrate_noise
 from dpsynth.privacy.ledger import PrivacyLedger
-from dpsynth.privacy.mechanisms import gaussian_counts, gaussian_partition_selection, selection_threshold
+from dpsynth.privacy.mechanisms import (
+    count_event,
+    discrete_counts,
+    gaussian_counts,
+    gaussian_partition_selection,
+    selection_threshold,
+)
 from dpsynth.privacy.secure_noise import noise_mode
 
 __all__ = ["resolve_schema", "prepare_private_text", "OTHER", "geometric_grid", "calibrate_metadata_sigma", "TAIL",
@@ -165,16 +170,16 @@ def geometric_grid() -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=256)  # a pure function of its arguments, and ~2 s of PLD accounting per call
-def calibrate_metadata_sigma(n_queries: int, epsilon: float, delta: float) -> float:
+def calibrate_metadata_sigma(n_queries: int, epsilon: float, delta: float, discrete: bool = False) -> float:
     """Smallest sigma (to 0.1%) such that ``n_queries`` Gaussian counts (sensitivity 1) compose to
     (epsilon, delta)-DP under the ledger's default accountant; never above the target (dpsynth's one calibration
     routine, :func:`dpsynth.privacy.calibration.calibrate_noise` at sampling rate 1). k such queries are one
     Gaussian mechanism of mu = sqrt(k) / sigma (Dong et al. 2022, Cor. 3.3), which the PLD accountant composes
-    exactly."""
+    exactly. ``discrete``: discrete Gaussian counts (``noise="secure"``), through their own PLD."""
     if n_queries < 1:
         raise InputError(f"n_queries must be >= 1. Found {n_queries}.")
     return calibrate_noise(target_epsilon=epsilon, delta=delta, sample_rate=1.0, steps=n_queries, accountant="best",
-                           rtol=1e-3)
+                           rtol=1e-3, discrete=discrete)
 
 def resolve_schema(
     data: pd.DataFrame,
@@ -339,7 +344,7 @@ def plan_discovery(data, *, epsilon: float, delta: float, share: float, dtypes: 
         target = None  # a number or a boolean of public dtype (or an unrepresented column): no threshold to clear
     weights = tuple((w, c) for w, c in weights if c > 0)
     sigma = calibrate_noise(target_epsilon=share * epsilon, delta=delta / 2, sample_rate=1.0, weights=weights,
-                            accountant="best", rtol=1e-3)
+                            accountant="best", rtol=1e-3, discrete=discrete_counts())
     threshold = selection_threshold(sigma, delta / 4 / n_selection)
     cells = 2 * (len(geometric_grid()) - 1) + 3  # the private-dtypes kind-and-bounds query (the larger one)
     floor = math.sqrt(2.0) * sigma * float(norm.isf(_SPURIOUS / cells))
@@ -427,10 +432,11 @@ def _sigma(ledger: PrivacyLedger, n_queries: int, share: float, reserve: int = 0
     if ledger.non_private:
         return 0.0
     if reserve == 0:
-        return calibrate_metadata_sigma(n_queries, share * ledger.target_epsilon, ledger.target_delta / 2)
+        return calibrate_metadata_sigma(n_queries, share * ledger.target_epsilon, ledger.target_delta / 2,
+                                        discrete_counts())
     return calibrate_noise(target_epsilon=share * ledger.target_epsilon, delta=ledger.target_delta / 2,
                            sample_rate=1.0, weights=((1.0, n_queries), (ZOOM_RESERVE, reserve)), accountant="best",
-                           rtol=1e-3)
+                           rtol=1e-3, discrete=discrete_counts())
 
 
 def _rest_sigma(ledger: PrivacyLedger, n_queries: int, share: float, reserve: int = 0, *, held: float = 0.0
@@ -443,12 +449,12 @@ def _rest_sigma(ledger: PrivacyLedger, n_queries: int, share: float, reserve: in
     spent = [(e.event, e.count) for e in ledger.entries if e.phase == PHASE]
     weights = ((1.0, n_queries), (ZOOM_RESERVE, reserve)) + (((held, 1),) if held > 0 else ())
     return calibrate_noise(target_epsilon=share * ledger.target_epsilon, delta=ledger.target_delta / 2,
-                           sample_rate=1.0, weights=weights, prior=spent, accountant="best", rtol=1e-3)
+                           sample_rate=1.0, weights=weights, prior=spent, accountant="best", rtol=1e-3,
+                           discrete=discrete_counts())
 
 
 def spend_metadata(ledger: PrivacyLedger, sigma: float, mechanism: str, extra_delta: float = 0.0, **params) -> None:
-    event = dp_event.NonPrivateDpEvent() if sigma == 0 else dp_event.GaussianDpEvent(sigma)
-    ledger.spend(event, phase=PHASE, mechanism=mechanism, extra_delta=extra_delta, sensitivity=1.0,
+    ledger.spend(count_event(sigma), phase=PHASE, mechanism=mechanism, extra_delta=extra_delta, sensitivity=1.0,
                  sigma=sigma, **params)
 
 
@@ -966,7 +972,7 @@ def select_categories(name: str, key_counts: dict, n_missing: int, n_rows, ledge
     if sigma == 0 and len(key_counts) > max(50, ID_LIKE_RATIO * n_rows):
         warn_excluded(name, "its values are nearly all distinct (ID-like)", "declare its categories in a schema")
         return None, None
-    ledger.spend(dp_event.GaussianDpEvent(sigma), phase=PHASE, mechanism=f"partition selection {name}{note}",
+    ledger.spend(count_event(sigma), phase=PHASE, mechanism=f"partition selection {name}{note}",
                  extra_delta=selection_delta, sensitivity=1.0, sigma=sigma, threshold=threshold)
     # the values in a fixed order, so each value's noise draw does not depend on row order or on the engine
     key_counts = dict(sorted(key_counts.items(), key=lambda kv: (str(type(kv[0])), str(kv[0]))))

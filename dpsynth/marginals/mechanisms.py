@@ -5,7 +5,8 @@ Neighbouring relation: add/remove one row (the ledger's). Costs in zero-concentr
 at rho * a):
 
 - :func:`measure`: a marginal count table plus i.i.d. N(0, sigma^2) per cell. One row is in exactly one cell, so
-  the L2 sensitivity is 1 and the cost 1 / (2 sigma^2) (recorded as ``GaussianDpEvent(sigma)``).
+  the L2 sensitivity is 1 and the cost 1 / (2 sigma^2) (recorded as ``GaussianDpEvent(sigma)``; under
+  ``noise="secure"`` the noise is discrete Gaussian, recorded as ``DiscreteGaussianDpEvent(sigma)``, same zCDP cost).
 - :func:`select`: the exponential mechanism over candidate scores of sensitivity ``sensitivity``, with
   ``P(r) ~ exp(epsilon * score_r / (2 * sensitivity))`` (drawn with the Gumbel-max trick). It is epsilon-bounded-range,
   hence epsilon^2 / 8-zCDP (Cesar & Rogers 2021, Lemma 3.2), recorded as ``ZCDpEvent(epsilon^2 / 8)``.
@@ -26,7 +27,7 @@ from dp_accounting import dp_event
 
 from dpsynth.errors import InputError
 from dpsynth.marginals.graphical_model import Measurement
-from dpsynth.privacy.mechanisms import gaussian_counts
+from dpsynth.privacy.mechanisms import count_event, gaussian_counts
 from dpsynth.privacy.secure_noise import gumbel_max, noise_mode
 
 __all__ = ["measure", "select", "zcdp_budget", "gaussian_rho", "exponential_rho"]
@@ -70,7 +71,7 @@ def measure(backend, clique: tuple[int, ...], sigma: float, *, ledger, phase: st
         return Measurement(clique, backend.counts(clique).copy(), 1.0)
     if not (sigma > 0 and math.isfinite(sigma)):
         raise InputError(f"sigma must be a finite number > 0. Found {sigma!r}.")
-    ledger.spend(dp_event.GaussianDpEvent(sigma), phase=phase, mechanism=f"measure {label}", sensitivity=1.0,
+    ledger.spend(count_event(sigma), phase=phase, mechanism=f"measure {label}", sensitivity=1.0,
                  sigma=float(sigma), cells=int(backend.counts(clique).size))
     return Measurement(clique, gaussian_counts(backend.counts(clique), sigma=sigma, rng=rng), float(sigma))
 

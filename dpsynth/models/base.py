@@ -248,9 +248,8 @@ class Synthesizer(ABC):
             raise InputError(f"Model '{self.name}' fits a pandas DataFrame: read the table first (e.g. "
                              "pd.read_parquet). A file path or a Spark DataFrame is for the models that read "
                              f"tables where they live ({readers}; with backend='duckdb' or 'spark').")
-        # discrete Gaussians have the continuous Gaussian's RDP curve but not its privacy profile: RDP only
-        self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta),
-                                     accountant="rdp" if noise == "secure" else "best")
+        # secure noise records its discrete Gaussians as such (DiscreteGaussianDpEvent): composed by PLD and RDP too
+        self.ledger_ = PrivacyLedger(target_epsilon=float(epsilon), target_delta=float(delta), accountant="best")
         self.fit_info_ = {"metadata_share": float(metadata_share), "seeded": seed is not None,
                           "public_schema": schema is not None, "dtypes": dtypes, "noise": noise}
         with use_noise(noise):

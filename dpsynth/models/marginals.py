@@ -29,7 +29,7 @@ from dpsynth.marginals.domain import stretches_at_their_sums
 from dpsynth.models import register
 from dpsynth.models.base import Synthesizer
 from dpsynth.models.phase import budget_summary, json_number
-from dpsynth.privacy.mechanisms import calibrate_gaussian_queries
+from dpsynth.privacy.mechanisms import calibrate_gaussian_queries, discrete_counts
 
 __all__ = ["Marginals"]
 
@@ -82,7 +82,7 @@ class Marginals(Synthesizer):
         """One Gaussian histogram per column of the exact ``cells(column)``, combined with the metadata's."""
         ledger = self.ledger_
         spent = ledger.epsilon()
-        sigma = calibrate_gaussian_queries(ledger, len(self.schema_))
+        sigma = calibrate_gaussian_queries(ledger, len(self.schema_), discrete=discrete_counts())
         self.histograms_: dict[str, NumericHistogram | CategoricalHistogram] = {}
         totals = [(self.metadata_.n_rows, self._row_count_sd())]
         for col in self.schema_.columns:

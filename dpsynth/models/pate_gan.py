@@ -53,7 +53,7 @@ from dpsynth.models import register
 from dpsynth.models._row_generator import RowGeneratorModel, as_layers
 from dpsynth.models.networks.autoencoder import activate, mlp
 from dpsynth.models.phase import budget_summary, json_number
-from dpsynth.privacy.mechanisms import calibrate_gaussian_queries
+from dpsynth.privacy.mechanisms import calibrate_gaussian_queries, discrete_counts
 from dpsynth.privacy.pate import L2_SENSITIVITY, noisy_argmax, noisy_vote_sum, pate_event, teacher_votes
 
 __all__ = ["PATEGAN", "TeacherEnsemble"]
@@ -179,8 +179,12 @@ class PATEGAN(RowGeneratorModel):
             student = mlp(in_dim, self.student_hidden, 1)
         queries = self.iterations * self.student_iters * self.batch_size
         # the noise of one answer: the sensitivity-1 sigma of all queries (soft votes: a sum of scores in [0, 1]),
-        # times sqrt 2 for the argmax's two vote counts (L2 sensitivity of the histogram)
-        scale = calibrate_gaussian_queries(ledger, queries) * (L2_SENSITIVITY if self.votes == "argmax" else 1.0)
+        # times sqrt 2 for the argmax's two vote counts (L2 sensitivity of the histogram); under secure noise the
+        # argmax's counts get discrete Gaussians, two sensitivity-1 queries an answer
+        if self.votes == "argmax" and discrete_counts():
+            scale = calibrate_gaussian_queries(ledger, 2 * queries, discrete=True)
+        else:
+            scale = calibrate_gaussian_queries(ledger, queries) * (L2_SENSITIVITY if self.votes == "argmax" else 1.0)
         # the queries are granted once (one composition) and recorded one by one as they are answered
         self._queries = None if ledger.non_private else ledger.allowance(
             pate_event("gaussian", scale) if self.votes == "argmax" else dp_event.GaussianDpEvent(scale),

@@ -29,6 +29,7 @@ from dp_accounting import dp_event, mechanism_calibration, privacy_accountant
 
 from dpsynth.errors import InputError, PrivacyError
 from dpsynth.privacy.accounting import Accountant, epsilon_of, largest_count
+from dpsynth.privacy.events import DiscreteGaussianDpEvent
 from dpsynth.privacy.ledger import PrivacyLedger
 
 __all__ = ["epsilon", "calibrate_noise", "calibrate_steps", "dpsgd_event", "LedgerComposition"]
@@ -104,7 +105,8 @@ class LedgerComposition(privacy_accountant.PrivacyAccountant):
 
 
 def _ledger_accountant(ledger: PrivacyLedger | None, accountant: Accountant) -> Accountant:
-    """The accountant a calibration against ``ledger`` uses: RDP where the ledger composes by RDP only."""
+    """The accountant a calibration against ``ledger`` uses: RDP where the ledger composes by RDP only (made with
+    ``accountant="rdp"``)."""
     return "rdp" if ledger is not None and ledger.accountant == "rdp" else accountant
 
 
@@ -120,6 +122,7 @@ def calibrate_noise(
     weights: Sequence[tuple[float, int]] | None = None,
     prior: Sequence[tuple[dp_event.DpEvent, int]] = (),
     mechanism: Callable[[float], dp_event.DpEvent] | None = None,
+    discrete: bool = False,
 ) -> float:
     """Smallest sigma (within ``rtol``) such that ``steps`` more Poisson(q)-subsampled Gaussian mechanisms (q = 1:
     plain Gaussian queries of sensitivity 1), composed with everything in ``ledger`` and ``prior``, stay within
@@ -132,11 +135,17 @@ def calibrate_noise(
     :meth:`dpsynth.privacy.sanitizer.SanitizerConfig.event` of a sanitized generator step); ``sample_rate`` is then
     only checked, and ``weights`` is not allowed.
 
-    A ``ledger`` that composes by RDP only (secure noise) is calibrated against by RDP whatever ``accountant`` says:
-    a sigma that met the target only under PLD would be refused by that ledger."""
+    ``discrete``: the queries add discrete Gaussian noise to integer counts (``noise="secure"``), each recorded as
+    ``DiscreteGaussianDpEvent(sigma / sqrt(w))``; ``sample_rate`` must be 1.
+
+    A ``ledger`` that composes by RDP only is calibrated against by RDP whatever ``accountant`` says: a sigma that
+    met the target only under PLD would be refused by that ledger."""
     accountant = _ledger_accountant(ledger, accountant)
     if mechanism is not None and weights is not None:
         raise InputError("calibrate_noise takes weights or mechanism, not both.")
+    if discrete and (mechanism is not None or sample_rate != 1.0):
+        raise InputError(f"discrete Gaussian counts are not subsampled and take no mechanism. Found sample_rate="
+                         f"{sample_rate!r}.")
     if weights is not None:
         if sample_rate != 1.0 or any(not (w > 0 and math.isfinite(w)) or c < 0 for w, c in weights):
             raise InputError(f"weights need sample_rate 1, weights > 0 and counts >= 0. Found {list(weights)!r}.")
@@ -154,7 +163,8 @@ def calibrate_noise(
     def event(sigma: float) -> dp_event.DpEvent:
         if mechanism is not None:
             return dp_event.SelfComposedDpEvent(mechanism(sigma), steps)
-        parts = [dp_event.SelfComposedDpEvent(dpsgd_event(sample_rate, sigma / math.sqrt(w)), c) for w, c in weights]
+        one = (lambda s: DiscreteGaussianDpEvent(s)) if discrete else (lambda s: dpsgd_event(sample_rate, s))
+        parts = [dp_event.SelfComposedDpEvent(one(sigma / math.sqrt(w)), c) for w, c in weights]
         return parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
 
     def fits(sigma: float) -> bool:

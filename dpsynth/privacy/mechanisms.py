@@ -14,7 +14,8 @@ Guarantees (each has a test in tests/privacy/test_mechanisms.py):
 - Callers record the event *before* releasing, through :meth:`PrivacyLedger.spend`.
 
 Under ``noise="secure"`` (:mod:`dpsynth.privacy.secure_noise`) the counts get discrete Gaussian noise drawn by
-OpenDP, and the selection threshold and its delta come from the discrete Gaussian's tail.
+OpenDP, recorded as :class:`~dpsynth.privacy.events.DiscreteGaussianDpEvent` (:func:`count_event`) and calibrated as
+such (``discrete_counts()``), and the selection threshold and its delta come from the discrete Gaussian's tail.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dp_accounting import dp_event
 from scipy.stats import norm
 
 from dpsynth.errors import InputError
+from dpsynth.privacy.events import DiscreteGaussianDpEvent
 from dpsynth.privacy.secure_noise import (
     discrete_gaussian,
     discrete_selection_delta,
@@ -39,6 +41,8 @@ __all__ = [
     "selection_threshold",
     "selection_delta",
     "gaussian_event",
+    "count_event",
+    "discrete_counts",
     "calibrate_gaussian_queries",
 ]
 
@@ -48,6 +52,20 @@ def gaussian_event(sigma: float) -> dp_event.DpEvent:
     if sigma < 0:
         raise InputError(f"sigma must be >= 0. Found {sigma}.")
     return dp_event.NonPrivateDpEvent() if sigma == 0 else dp_event.GaussianDpEvent(sigma)
+
+
+def discrete_counts() -> bool:
+    """Whether :func:`gaussian_counts` adds discrete Gaussian noise now (``noise="secure"``)."""
+    return noise_mode() == "secure"
+
+
+def count_event(sigma: float) -> dp_event.DpEvent:
+    """The event of one count query of sensitivity 1 as :func:`gaussian_counts` answers it in the current noise
+    mode: ``GaussianDpEvent(sigma)``, or ``DiscreteGaussianDpEvent(sigma)`` under ``noise="secure"`` (a non-private
+    event when sigma == 0)."""
+    if not discrete_counts() or sigma == 0:
+        return gaussian_event(sigma)
+    return DiscreteGaussianDpEvent(float(sigma))
 
 
 def gaussian_counts(counts: np.ndarray, *, sigma: float, rng: np.random.Generator) -> np.ndarray:
@@ -91,10 +109,11 @@ def gaussian_partition_selection(
     return {k: float(c) for k, c in zip(keys, noisy) if c >= threshold}
 
 
-def calibrate_gaussian_queries(ledger, n_queries: int, *, rel_tol: float = 1e-3) -> float:
+def calibrate_gaussian_queries(ledger, n_queries: int, *, rel_tol: float = 1e-3, discrete: bool = False) -> float:
     """Smallest sigma (to ``rel_tol``) such that ``n_queries`` more Gaussian counts (sensitivity 1) keep ``ledger``
     within its target (0.0 for a non-private ledger); never overshoots. dpsynth's one calibration routine
-    (:func:`dpsynth.privacy.calibration.calibrate_noise`, at sampling rate 1, composed with the ledger)."""
+    (:func:`dpsynth.privacy.calibration.calibrate_noise`, at sampling rate 1, composed with the ledger).
+    ``discrete``: the queries add discrete Gaussian noise (pass ``discrete_counts()`` for :func:`gaussian_counts`)."""
     from dpsynth.errors import BudgetExceededError, PrivacyError
     from dpsynth.privacy.calibration import calibrate_noise
 
@@ -102,6 +121,7 @@ def calibrate_gaussian_queries(ledger, n_queries: int, *, rel_tol: float = 1e-3)
         return 0.0
     try:
         return calibrate_noise(target_epsilon=ledger.target_epsilon, delta=ledger.target_delta, sample_rate=1.0,
-                               steps=n_queries, accountant=ledger.accountant, ledger=ledger, rtol=rel_tol)
+                               steps=n_queries, accountant=ledger.accountant, ledger=ledger, rtol=rel_tol,
+                               discrete=discrete)
     except PrivacyError as exc:
         raise BudgetExceededError("No budget left for the requested queries.") from exc

@@ -20,10 +20,9 @@ one score, by at most 1: L2 sensitivity 1, ``GaussianDpEvent(s)`` per query. Sco
 (the sensitivity holds whatever a teacher outputs).
 
 Under ``noise="secure"`` (:mod:`dpsynth.privacy.secure_noise`) the Gaussian argmax adds OpenDP's discrete Gaussian
-of the same std to the integer vote counts (zCDP ``2 / (2 s^2)`` at L2 sensitivity sqrt(2), the continuous curve:
-the recorded event stands) and breaks ties between classes uniformly at random; the soft vote sums add the
-cryptographic generator's normals. The Laplace argmax is refused there (its discrete twin's RDP curve is not the
-recorded event's).
+of parameter s to the integer vote counts, recorded as two ``DiscreteGaussianDpEvent(s)`` a query (the two counts a
+record moves by one each; zCDP ``2 / (2 s^2)``, the continuous curve) and breaks ties between classes uniformly at
+random; the soft vote sums add the cryptographic generator's normals. The Laplace argmax is refused there.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ import torch
 from dp_accounting import dp_event
 
 from dpsynth.errors import BudgetExceededError, InputError, PrivacyError
+from dpsynth.privacy.events import DiscreteGaussianDpEvent
 from dpsynth.privacy.ledger import PrivacyLedger, StepAllowance
 from dpsynth.privacy.secure_noise import discrete_gaussian, noise_mode, secure_normal, secure_uniform
 
@@ -67,11 +67,14 @@ def teacher_votes(predictions: torch.Tensor, n_classes: int) -> torch.Tensor:
 
 def pate_event(mechanism: str, noise_scale: float) -> dp_event.DpEvent:
     """Event of one answered query: Laplace scale b -> LaplaceDpEvent(b/2); Gaussian std s ->
-    GaussianDpEvent(s/sqrt 2)."""
+    GaussianDpEvent(s/sqrt 2); under ``noise="secure"`` the Gaussian's two vote counts each get a discrete Gaussian
+    of parameter s and move by one: two ``DiscreteGaussianDpEvent(s)``."""
     if not (0 < noise_scale < math.inf):
         raise InputError(f"noise_scale must be a finite number > 0. Found {noise_scale!r}.")
     if mechanism == "laplace":
         return dp_event.LaplaceDpEvent(noise_scale / L1_SENSITIVITY)
+    if mechanism == "gaussian" and noise_mode() == "secure":
+        return dp_event.SelfComposedDpEvent(DiscreteGaussianDpEvent(float(noise_scale)), 2)
     if mechanism == "gaussian":
         return dp_event.GaussianDpEvent(noise_scale / L2_SENSITIVITY)
     raise InputError(f"mechanism must be 'laplace' or 'gaussian'. Found {mechanism!r}.")

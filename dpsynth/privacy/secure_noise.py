@@ -14,11 +14,12 @@ What changes under ``noise="secure"`` (the context :func:`use_noise` that ``Synt
 - the exponential mechanism of AIM / MST (:func:`dpsynth.marginals.mechanisms.select`) is OpenDP's exact noisy
   max with Gumbel noise of scale ``2 * sensitivity / epsilon`` (the Gumbel-max form of the same mechanism, whose
   zCDP cost OpenDP reports as ``epsilon^2 / 8``, checked before each draw);
-- the ledger composes by RDP only: for integer sensitivity ``D`` the discrete Gaussian is ``D^2 / (2 sigma^2)``-zCDP
-  (CKS20; OpenDP's own privacy map says the same and is checked before each draw), i.e. Renyi divergence at most
-  ``alpha D^2 / (2 sigma^2)`` at every order, the continuous Gaussian's curve, so a ``GaussianDpEvent(sigma)`` is a
-  sound RDP record of it; its (epsilon, delta) privacy profile is not the continuous one, so the PLD accountant
-  (which would read the event as a continuous Gaussian) is not used;
+- each count query is recorded as a :class:`~dpsynth.privacy.events.DiscreteGaussianDpEvent` and calibrated as one:
+  the PLD accountant takes dp-accounting's PLD of the discrete Gaussian (its (epsilon, delta) profile is not the
+  continuous one: at sigma 1 it is the larger), the RDP accountant its zCDP bound ``D^2 / (2 sigma^2)`` at integer
+  sensitivity ``D`` (CKS20; OpenDP's own privacy map says the same and is checked before each draw), so the ledger
+  composes by the tighter of the two as with NumPy noise. Until 2026-12-08 the counts were recorded as continuous
+  Gaussians and the ledger composed by RDP only, which cost a secure DP-SGD fit about 9% more noise;
 - partition selection's threshold comes from the discrete Gaussian's own tail (:func:`discrete_selection_threshold`).
 
 The graph degree releases (:func:`dpsynth.graphs.release_degrees`, ``noise="secure"``) add **discrete Laplace**
@@ -41,9 +42,10 @@ OpenDP's exact float Gaussian draws about 16,000 numbers a second on one core, h
   secret: a batch drawn from a known seed is not), by geometric gaps between kept indices;
 - :func:`secure_integers`: DTGAN_G's shard of each row and shard of each step (its amplification by sampling).
 
-The ledger's events do not change (a Gaussian is recorded as a Gaussian); it composes by RDP only, as above, and a
-calibration against it does too (:func:`dpsynth.privacy.calibration.calibrate_noise`), so a DP-SGD fit under secure
-noise gets the RDP accountant's noise rather than the tighter of PLD and RDP.
+The continuous noise is recorded as before (a Gaussian as a Gaussian), and the ledger composes it with the counts'
+discrete Gaussians by the tighter of PLD and RDP, so a DP-SGD fit under secure noise gets the noise it gets with
+NumPy's (:mod:`dpsynth.privacy.accounting` says how the discrete Gaussian's PLD stays tight over
+the thousands of them PATE's secure argmax draws).
 
 Post-processing (the generator's sampling, decoding numbers inside their bins) and the rest of training's
 randomness keep NumPy / torch and the fit's seed: initial weights, and the draws that meet the private rows inside a
