@@ -123,7 +123,7 @@ def _add_fit(sub) -> None:
     p.add_argument("--noise", choices=["numpy", "secure"], default="numpy",
                    help="'secure': discrete Gaussian counts and exact selections drawn by OpenDP, and the training "
                    "models' noise and Poisson batches (DP-SGD, PATE, DP-EM) from the system's cryptographic "
-                   "generator, composed by RDP (every DP model; pip install 'dpsynth[secure]'); 'numpy' (default): "
+                   "generator (every DP model; pip install 'dpsynth[secure]'); 'numpy' (default): "
                    "NumPy's and torch's seedable float samplers")
     p.add_argument("--out", required=True, help="model file to write")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -475,10 +475,11 @@ def _cmd_info(args) -> int:
     fit = header.get("fit") or {}
     if fit:
         secure = fit.get("noise") == "secure"
-        seeded = ("yes (post-processing only: the secure noise is not seeded)" if secure else
-                  "yes: the noise is reproducible from that seed, keep it secret") if fit.get("seeded") else "no"
+        seeded = ("yes (not the noise, which takes no seed; the rest of training's randomness: keep it secret)"
+                  if secure else "yes: the noise is reproducible from that seed, keep it secret"
+                  ) if fit.get("seeded") else "no"
         noise = ("secure (OpenDP: discrete Gaussian counts, exact selections; training noise and batches from the "
-                 "system's cryptographic generator; RDP)" if secure else "numpy")
+                 "system's cryptographic generator)" if secure else "numpy")
         print(f"fit: metadata share {fit.get('metadata_share')}, public schema {fit.get('public_schema')}, "
               f"seeded {seeded}, noise {noise}")
     if n_rows is not None:
